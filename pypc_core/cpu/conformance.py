@@ -1,0 +1,178 @@
+"""Run single-instruction test vectors through the compiled core.
+
+    python -m pypc_core.cpu.conformance DIR [--opcode OP] [--no-flag-mask] [--record]
+
+DIR holds ``*.jsonl.gz`` files (format: shared/cpu-tests/README.md) and
+optionally ``metadata.json`` with per-opcode flag masks.  Prints one line per
+file, the first failing test of each file, and last ``N passed, M failed``.
+Exits 1 if anything failed, 2 on unusable input.
+"""
+
+import argparse
+import gzip
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import state as S
+from .cpu import Cpu
+
+REG_ORDER = ("ax", "bx", "cx", "dx", "cs", "ss", "ds", "es", "sp", "bp", "si", "di", "ip", "flags")
+
+
+class VectorError(Exception):
+    """A test file or line that cannot be used."""
+
+
+def load_masks(directory):
+    """{file stem: flags mask} from metadata.json (missing file: no masks)."""
+    path = os.path.join(directory, "metadata.json")
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path) as fh:
+            meta = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise VectorError(f"{path}: cannot read metadata: {exc}") from exc
+    masks = {}
+    for op, info in meta.get("opcodes", {}).items():
+        if "flags-mask" in info:
+            masks[op] = info["flags-mask"]
+        for reg, sub in info.get("reg", {}).items():
+            if "flags-mask" in sub:
+                masks[f"{op}.{reg}"] = sub["flags-mask"]
+    return masks
+
+
+def iter_tests(path):
+    """Yield (line number, test dict); raises VectorError naming the line."""
+    try:
+        fh = gzip.open(path, "rt")
+        with fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    test = json.loads(line)
+                    test["initial"]["regs"]
+                    test["final"]
+                except (ValueError, KeyError, TypeError) as exc:
+                    raise VectorError(f"{path}:{lineno}: malformed test line: {exc}") from exc
+                yield lineno, test
+    except (OSError, EOFError) as exc:
+        raise VectorError(f"{path}: cannot read: {exc}") from exc
+
+
+class Runner:
+    def __init__(self, record=False):
+        self.cpu = Cpu()
+        self.record = record
+
+    def run_test(self, test, mask):
+        """Returns None on success, else a description of the differences."""
+        cpu = self.cpu
+        mem = cpu.mem
+        init = test["initial"]
+        final = test["final"]
+        for name in REG_ORDER:
+            cpu.regs[S.REG_INDEX[name]] = init["regs"][name]
+        for addr, value in init["ram"]:
+            mem[addr] = value
+        cpu.ctl[S.C_HALTED] = 0
+        cpu.ctl[S.C_INTR] = 0
+        try:
+            cpu.step(record=self.record)
+            diffs = []
+            for name in REG_ORDER:
+                want = final["regs"].get(name, init["regs"][name])
+                got = int(cpu.regs[S.REG_INDEX[name]])
+                if name == "flags":
+                    if (want & mask) != (got & mask):
+                        diffs.append(f"flags want {want:04X} got {got:04X} (mask {mask:04X})")
+                elif want != got:
+                    diffs.append(f"{name} want {want:04X} got {got:04X}")
+            for addr, value in final["ram"]:
+                if mem[addr] != value:
+                    diffs.append(f"[{addr:05X}] want {value:02X} got {int(mem[addr]):02X}")
+            if self.record:
+                wanted = {a for a, _ in final["ram"]}
+                for addr in cpu.recorded_writes():
+                    if addr not in wanted:
+                        diffs.append(f"stray write to [{addr:05X}]")
+        finally:
+            for addr, _ in init["ram"]:
+                mem[addr] = 0
+            for addr, _ in final["ram"]:
+                mem[addr] = 0
+        return "; ".join(diffs) or None
+
+
+def run_directory(directory, opcode=None, flag_mask=True, record=False, out=sys.stdout):
+    """Returns (passed, failed).  Raises VectorError for unusable input."""
+    if not os.path.isdir(directory):
+        raise VectorError(f"{directory}: not a directory")
+    masks = load_masks(directory) if flag_mask else {}
+    files = sorted(f for f in os.listdir(directory) if f.endswith(".jsonl.gz"))
+    if opcode:
+        want = opcode.upper()
+        files = [f for f in files if f[:-len(".jsonl.gz")].upper() in (want,)
+                 or f[:-len(".jsonl.gz")].upper().split(".")[0] == want]
+    if not files:
+        raise VectorError(f"{directory}: no *.jsonl.gz test files"
+                          + (f" for opcode {opcode}" if opcode else ""))
+    runner = Runner(record=record)
+    total_pass = total_fail = 0
+    for name in files:
+        stem = name[:-len(".jsonl.gz")]
+        mask = masks.get(stem, masks.get(stem.split(".")[0], 0xFFFF)) if flag_mask else 0xFFFF
+        passed = failed = 0
+        first = None
+        path = os.path.join(directory, name)
+        lineno = 0
+        try:
+            for lineno, test in iter_tests(path):
+                try:
+                    diff = runner.run_test(test, mask)
+                except Exception as exc:  # report which test, never die silently
+                    diff = f"crashed: {type(exc).__name__}: {exc}"
+                if diff is None:
+                    passed += 1
+                else:
+                    failed += 1
+                    if first is None:
+                        first = (test.get("hash", "?"), test.get("name", "?"), diff)
+        except VectorError as exc:
+            failed += 1
+            print(f"{stem}: error: {exc}", file=out)
+        print(f"{stem}: {passed} passed, {failed} failed", file=out)
+        if first is not None:
+            print(f"  first failure: {first[0]} {first[1]!r}: {first[2]}", file=out)
+        total_pass += passed
+        total_fail += failed
+    print(f"{total_pass} passed, {total_fail} failed", file=out)
+    return total_pass, total_fail
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m pypc_core.cpu.conformance",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("directory")
+    ap.add_argument("--opcode", help="only this opcode file, e.g. 00, F6 or F6.7")
+    ap.add_argument("--no-flag-mask", action="store_true",
+                    help="compare officially undefined flags too")
+    ap.add_argument("--record", action="store_true",
+                    help="run with effect recording on (the debugger's slow path) "
+                         "and report stray writes")
+    args = ap.parse_args(argv)
+    try:
+        _, failed = run_directory(args.directory, args.opcode, not args.no_flag_mask, args.record)
+    except VectorError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1480 @@
+"""The numba-compiled Intel 8088 core.
+
+``run()`` executes instructions until its cycle budget ends or something needs
+Python (port I/O to a Python device, a breakpoint, a firmware trap, an
+interrupt acknowledge, a memory watch, HLT).  All state is in arrays passed as
+arguments (see ``state.py``), so the functions are cacheable and a snapshot is
+a copy of the arrays.
+
+Structure (see ARCHITECTURE.md section 5): the loop in ``run`` handles the
+instruction boundary (interrupts, breakpoints, traps, budget) and the hottest
+opcode families inline; colder families live in their own functions so numba
+compiles many small functions instead of one giant one.  Every function is
+compiled with ``_nrt=False``: numba's reference counting would otherwise be
+emitted around every array argument inside the loop and cost a factor of two
+or more.
+
+Argument conventions:
+    regs  uint16[16]  registers (state.AX ... state.FLAGS)
+    r8    uint8[32]   byte view of regs (AL=0, AH=1, CL=2, ...)
+    mem   uint8[1Mi]  physical memory
+    pf    uint8[256]  page flags (PG_*)
+    xf    uint8[1Mi]  per-byte execution/watch flags (XF_*)
+    ctl   int64[32]   counters, interrupt lines, exit mailbox (C_*)
+    eff   int64[N,4]  effect records (EFF_*), used while C_RECORD is set
+    pk    uint8[64Ki] port kinds (bus.PORT_*)
+"""
+
+import numpy as np
+from numba import njit
+
+from .state import (
+    AX, CX, DX, BX, SP, BP, SI, DI, ES, CS, SS, DS, IP, FLAGS,
+    F_CF, F_PF, F_AF, F_ZF, F_SF, F_TF, F_IF, F_DF, F_OF,
+    C_CYCLES, C_INSTRUCTIONS, C_DEADLINE, C_EXIT, C_EXIT_PORT, C_EXIT_VALUE,
+    C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_SKIP_BP,
+    C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
+    C_WATCH_OLD, C_INSN_START, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS,
+    EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
+    EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
+    PG_READONLY, PG_WATCH_R, PG_WATCH_W,
+    XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
+    EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
+)
+
+JIT = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
+
+M20 = 0xFFFFF
+ARITH = F_CF | F_PF | F_AF | F_ZF | F_SF | F_OF
+PG_RECORD = 0x08          # set on every page while effects are recorded
+PG_SLOW_READ = PG_WATCH_R | PG_RECORD
+
+# Parity flag value (0 or F_PF) for each byte: a small constant table.
+PARITY = np.array([F_PF if bin(i).count("1") % 2 == 0 else 0 for i in range(256)],
+                  dtype=np.int64)
+
+# Status codes returned by the opcode-family functions.
+ST_OK = 0
+ST_IO_IN = 1      # needs a value from Python; instruction not executed
+ST_IO_OUT = 2     # executed an OUT to a Python port; exit after bookkeeping
+ST_HALT = 3       # executed HLT
+ST_INHIBIT = 4    # executed; interrupts are held off for one instruction
+
+
+# ---------------------------------------------------------------------------
+# memory access
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def _record(ctl, eff, kind, a, v, extra):
+    n = ctl[C_EFFECTS]
+    if n < eff.shape[0]:
+        eff[n, 0] = kind
+        eff[n, 1] = a
+        eff[n, 2] = v
+        eff[n, 3] = extra
+    ctl[C_EFFECTS] = n + 1
+
+
+@njit(**JIT)
+def _watch_hit(regs, ctl, a, kind, v, old):
+    if ctl[C_WATCH_KIND] == 0:
+        ctl[C_WATCH_KIND] = kind
+        ctl[C_WATCH_HIT] = a
+        ctl[C_WATCH_VALUE] = v
+        ctl[C_WATCH_OLD] = old
+
+
+@njit(**JIT)
+def _rb_slow(regs, mem, pf, xf, ctl, eff, a):
+    v = np.int64(mem[a])
+    if pf[a >> 12] & PG_RECORD:
+        _record(ctl, eff, EFF_MEM_READ, a, v, 0)
+    if xf[a] & XF_WATCH_R:
+        _watch_hit(regs, ctl, a, 1, v, v)
+    return v
+
+
+@njit(**JIT)
+def rb(regs, mem, pf, xf, ctl, eff, a):
+    """Data read of the byte at linear address ``a`` (already 20-bit)."""
+    if pf[a >> 12] & PG_SLOW_READ:
+        return _rb_slow(regs, mem, pf, xf, ctl, eff, a)
+    return np.int64(mem[a])
+
+
+@njit(**JIT)
+def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
+    p = pf[a >> 12]
+    old = np.int64(mem[a])
+    if not p & PG_READONLY:
+        mem[a] = v
+    if p & PG_RECORD:
+        _record(ctl, eff, EFF_MEM_WRITE, a, v & 0xFF, old)
+    if xf[a] & XF_WATCH_W:
+        _watch_hit(regs, ctl, a, 2, v & 0xFF, old)
+
+
+@njit(**JIT)
+def wb(regs, mem, pf, xf, ctl, eff, a, v):
+    """Data write of a byte at linear address ``a`` (already 20-bit)."""
+    if pf[a >> 12] == 0:
+        mem[a] = v
+    else:
+        _wb_slow(regs, mem, pf, xf, ctl, eff, a, v)
+
+
+@njit(**JIT)
+def rw(regs, mem, pf, xf, ctl, eff, sb, off):
+    """Word read at segment base ``sb`` + offset ``off``: the second byte
+    wraps inside the segment (offset FFFFh -> 0000h) and at 1 MiB."""
+    lo = rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
+    hi = rb(regs, mem, pf, xf, ctl, eff, (sb + ((off + 1) & 0xFFFF)) & M20)
+    return lo | (hi << 8)
+
+
+@njit(**JIT)
+def ww(regs, mem, pf, xf, ctl, eff, sb, off, v):
+    wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, v & 0xFF)
+    wb(regs, mem, pf, xf, ctl, eff, (sb + ((off + 1) & 0xFFFF)) & M20, (v >> 8) & 0xFF)
+
+
+@njit(**JIT)
+def push(regs, mem, pf, xf, ctl, eff, v):
+    sp = (np.int64(regs[SP]) - 2) & 0xFFFF
+    regs[SP] = sp
+    ww(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, v)
+
+
+@njit(**JIT)
+def pop(regs, mem, pf, xf, ctl, eff):
+    sp = np.int64(regs[SP])
+    v = rw(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp)
+    regs[SP] = (sp + 2) & 0xFFFF
+    return v
+
+
+# ---------------------------------------------------------------------------
+# flag arithmetic (pure scalar helpers)
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def szp(r, w):
+    f = PARITY[r & 0xFF]
+    if w:
+        r &= 0xFFFF
+        if r & 0x8000:
+            f |= F_SF
+    else:
+        r &= 0xFF
+        if r & 0x80:
+            f |= F_SF
+    if r == 0:
+        f |= F_ZF
+    return f
+
+
+@njit(**JIT)
+def alu(op, a, b, fl, w):
+    """The eight ALU operations (ADD OR ADC SBB AND SUB XOR CMP).
+    Returns (result, flags)."""
+    if w:
+        mask = 0xFFFF
+        sgn = 0x8000
+    else:
+        mask = 0xFF
+        sgn = 0x80
+    if op == 0 or op == 2:
+        r = a + b
+        if op == 2:
+            r += fl & F_CF
+        f = szp(r, w)
+        if r > mask:
+            f |= F_CF
+        if (r ^ a) & (r ^ b) & sgn:
+            f |= F_OF
+        if (a ^ b ^ r) & 0x10:
+            f |= F_AF
+        return r & mask, (fl & ~ARITH) | f
+    if op == 1:
+        r = a | b
+    elif op == 4:
+        r = a & b
+    elif op == 6:
+        r = a ^ b
+    else:
+        r = a - b
+        if op == 3:
+            r -= fl & F_CF
+        f = szp(r, w)
+        if r < 0:
+            f |= F_CF
+        if (a ^ b) & (a ^ r) & sgn:
+            f |= F_OF
+        if (a ^ b ^ r) & 0x10:
+            f |= F_AF
+        return r & mask, (fl & ~ARITH) | f
+    return r, (fl & ~ARITH) | szp(r, w)
+
+
+@njit(**JIT)
+def incdec(v, dec, fl, w):
+    if w:
+        mask = 0xFFFF
+        sgn = 0x8000
+    else:
+        mask = 0xFF
+        sgn = 0x80
+    if dec:
+        r = (v - 1) & mask
+        f = szp(r, w)
+        if v == sgn:
+            f |= F_OF
+        if (v & 0xF) == 0:
+            f |= F_AF
+    else:
+        r = (v + 1) & mask
+        f = szp(r, w)
+        if r == sgn:
+            f |= F_OF
+        if (r & 0xF) == 0:
+            f |= F_AF
+    return r, (fl & ~(ARITH & ~F_CF)) | f
+
+
+@njit(**JIT)
+def cond(cc, fl):
+    """Jcc condition ``cc`` (low nibble of 70h-7Fh) on flags ``fl``."""
+    c = cc >> 1
+    if c == 0:
+        t = (fl & F_OF) != 0
+    elif c == 1:
+        t = (fl & F_CF) != 0
+    elif c == 2:
+        t = (fl & F_ZF) != 0
+    elif c == 3:
+        t = (fl & (F_CF | F_ZF)) != 0
+    elif c == 4:
+        t = (fl & F_SF) != 0
+    elif c == 5:
+        t = (fl & F_PF) != 0
+    elif c == 6:
+        t = ((fl & F_SF) != 0) != ((fl & F_OF) != 0)
+    else:
+        t = ((fl & F_ZF) != 0) or (((fl & F_SF) != 0) != ((fl & F_OF) != 0))
+    if cc & 1:
+        return not t
+    return t
+
+
+# ---------------------------------------------------------------------------
+# decoding helpers
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def r8i(r):
+    """Index into the byte view of regs for 8-bit register number r."""
+    return ((r & 3) << 1) | (r >> 2)
+
+
+@njit(**JIT)
+def modrm(regs, mem, csb, ip, sov):
+    """Decode a ModR/M byte at CS:IP.
+
+    Returns (modrm, segbase, offset, new_ip, ea_cycles); segbase is -1 for a
+    register operand (mod == 3).  ``sov`` is the segment-override base or -1.
+    """
+    m = np.int64(mem[(csb + ip) & M20])
+    ip = (ip + 1) & 0xFFFF
+    mod = m >> 6
+    rm = m & 7
+    if mod == 3:
+        return m, -1, rm, ip, 0
+    ss_default = False
+    if rm == 0:
+        off = np.int64(regs[BX]) + np.int64(regs[SI])
+        cyc = 7
+    elif rm == 1:
+        off = np.int64(regs[BX]) + np.int64(regs[DI])
+        cyc = 8
+    elif rm == 2:
+        off = np.int64(regs[BP]) + np.int64(regs[SI])
+        cyc = 8
+        ss_default = True
+    elif rm == 3:
+        off = np.int64(regs[BP]) + np.int64(regs[DI])
+        cyc = 7
+        ss_default = True
+    elif rm == 4:
+        off = np.int64(regs[SI])
+        cyc = 5
+    elif rm == 5:
+        off = np.int64(regs[DI])
+        cyc = 5
+    elif rm == 6:
+        if mod == 0:
+            off = np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ip + 1) & M20]) << 8)
+            ip = (ip + 2) & 0xFFFF
+            cyc = 6
+        else:
+            off = np.int64(regs[BP])
+            cyc = 5
+            ss_default = True
+    else:
+        off = np.int64(regs[BX])
+        cyc = 5
+    if mod == 1:
+        d = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        if d & 0x80:
+            d -= 256
+        off += d
+        cyc += 4
+    elif mod == 2:
+        d = np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ip + 1) & M20]) << 8)
+        ip = (ip + 2) & 0xFFFF
+        off += d
+        cyc += 4
+    off &= 0xFFFF
+    if sov >= 0:
+        sb = sov
+    elif ss_default:
+        sb = np.int64(regs[SS]) << 4
+    else:
+        sb = np.int64(regs[DS]) << 4
+    return m, sb, off, ip, cyc
+
+
+@njit(**JIT)
+def get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w):
+    if sb < 0:
+        if w:
+            return np.int64(regs[off])
+        return np.int64(r8[r8i(off)])
+    if w:
+        return rw(regs, mem, pf, xf, ctl, eff, sb, off)
+    return rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
+
+
+@njit(**JIT)
+def set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v):
+    if sb < 0:
+        if w:
+            regs[off] = v & 0xFFFF
+        else:
+            r8[r8i(off)] = v & 0xFF
+    elif w:
+        ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
+    else:
+        wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, v & 0xFF)
+
+
+@njit(**JIT)
+def get_reg(regs, r8, r, w):
+    if w:
+        return np.int64(regs[r])
+    return np.int64(r8[r8i(r)])
+
+
+@njit(**JIT)
+def set_reg(regs, r8, r, w, v):
+    if w:
+        regs[r] = v & 0xFFFF
+    else:
+        r8[r8i(r)] = v & 0xFF
+
+
+@njit(**JIT)
+def fetch16(mem, csb, ip):
+    return np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ((ip + 1) & 0xFFFF)) & M20]) << 8)
+
+
+# ---------------------------------------------------------------------------
+# interrupts
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
+    """Enter interrupt ``vector``: push FLAGS, CS, ``return_ip``; clear IF/TF."""
+    fl = np.int64(regs[FLAGS])
+    push(regs, mem, pf, xf, ctl, eff, fl)
+    regs[FLAGS] = fl & ~(F_IF | F_TF)
+    push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+    push(regs, mem, pf, xf, ctl, eff, return_ip)
+    a = (vector & 0xFF) * 4
+    regs[IP] = rw(regs, mem, pf, xf, ctl, eff, 0, a)
+    regs[CS] = rw(regs, mem, pf, xf, ctl, eff, 0, a + 2)
+    ctl[C_HALTED] = 0
+    return 51
+
+
+# ---------------------------------------------------------------------------
+# opcode families that are not on the hottest path
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
+    """D0-D3: rotates and shifts by 1 or CL (count not masked on the 8088)."""
+    w = op & 1
+    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    kind = (m >> 3) & 7
+    v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+    if op & 2:
+        count = np.int64(r8[2])
+        cyc = 8 + 4 * count if sb < 0 else 20 + eac + 4 * count + 8 * w
+    else:
+        count = 1
+        cyc = 2 if sb < 0 else 15 + eac + 8 * w
+    if count == 0:
+        regs[IP] = ip
+        return cyc
+    if w:
+        bits = 16
+        mask = 0xFFFF
+    else:
+        bits = 8
+        mask = 0xFF
+    top = bits - 1
+    fl = np.int64(regs[FLAGS])
+    cf = fl & F_CF
+    of = 0
+    for _ in range(count):
+        msb = (v >> top) & 1
+        if kind == 0:      # ROL
+            cf = msb
+            v = ((v << 1) | msb) & mask
+            of = ((v >> top) & 1) ^ cf
+        elif kind == 1:    # ROR
+            cf = v & 1
+            v = (v >> 1) | (cf << top)
+            of = ((v >> top) ^ (v >> (top - 1))) & 1
+        elif kind == 2:    # RCL
+            nv = ((v << 1) | cf) & mask
+            cf = msb
+            v = nv
+            of = ((v >> top) & 1) ^ cf
+        elif kind == 3:    # RCR
+            nv = (v >> 1) | (cf << top)
+            cf = v & 1
+            v = nv
+            of = ((v >> top) ^ (v >> (top - 1))) & 1
+        elif kind == 4:    # SHL
+            cf = msb
+            v = (v << 1) & mask
+            of = ((v >> top) & 1) ^ cf
+        elif kind == 5:    # SHR
+            cf = v & 1
+            of = msb
+            v = v >> 1
+        elif kind == 6:    # SETMO (undocumented): result all ones
+            cf = 0
+            of = 0
+            v = mask
+        else:              # SAR
+            cf = v & 1
+            v = (v >> 1) | (msb << top)
+            of = 0
+    fl &= ~(F_CF | F_OF)
+    if cf:
+        fl |= F_CF
+    if of:
+        fl |= F_OF
+    if kind >= 4:
+        fl = (fl & ~(F_SF | F_ZF | F_PF | F_AF)) | szp(v, w)
+        if kind == 4 or kind == 5:
+            # the 8088 leaves AF set after SHL/SHR (officially undefined)
+            fl |= F_AF
+    regs[FLAGS] = fl
+    set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v)
+    regs[IP] = ip
+    return cyc
+
+
+@njit(**JIT)
+def op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, start_ip):
+    """F6/F7: TEST imm, NOT, NEG, MUL, IMUL, DIV, IDIV.
+
+    Returns cycles; a divide error enters INT 0 with the address after the
+    instruction (as the 8088 does)."""
+    w = op & 1
+    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    kind = (m >> 3) & 7
+    v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+    fl = np.int64(regs[FLAGS])
+    memop = sb >= 0
+    if kind <= 1:      # TEST r/m, imm
+        if w:
+            imm = fetch16(mem, csb, ip)
+            ip = (ip + 2) & 0xFFFF
+        else:
+            imm = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+        r, fl = alu(4, v, imm, fl, w)
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return 11 + eac if memop else 5
+    if kind == 2:      # NOT
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, ~v)
+        regs[IP] = ip
+        return 16 + eac + 8 * w if memop else 3
+    if kind == 3:      # NEG
+        r, fl = alu(5, 0, v, fl, w)
+        regs[FLAGS] = fl
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+        regs[IP] = ip
+        return 16 + eac + 8 * w if memop else 3
+    f1 = 1 if rep != 0 else 0     # the REP prefix sets the microcode's F1 flag
+    if w:
+        bits_mask = 0xFFFF
+    else:
+        bits_mask = 0xFF
+    if kind == 4 or kind == 5:   # MUL / IMUL
+        a = np.int64(regs[AX]) if w else np.int64(r8[0])
+        hi, lo, fl = multiply(a, v, w, kind == 5, f1, fl)
+        if w:
+            regs[AX] = lo
+            regs[DX] = hi
+            cyc = 124 if kind == 4 else 134
+        else:
+            regs[AX] = (hi << 8) | lo
+            cyc = 73 if kind == 4 else 80
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return cyc + (eac + 4 + 4 * w if memop else 0)
+    # DIV / IDIV
+    cyc = 162 if w else 90
+    if kind == 7:
+        cyc += 22
+    if memop:
+        cyc += eac + 4 + 4 * w
+    if w:
+        hi = np.int64(regs[DX])
+        lo = np.int64(regs[AX])
+    else:
+        hi = np.int64(r8[1])
+        lo = np.int64(r8[0])
+    ok, q, rmd, fl = divide(hi, lo, v, w, kind == 7, f1, fl)
+    regs[FLAGS] = fl
+    if not ok:
+        regs[IP] = ip
+        return cyc + interrupt(regs, mem, pf, xf, ctl, eff, 0, ip)
+    if w:
+        regs[AX] = q
+        regs[DX] = rmd
+    else:
+        r8[0] = q
+        r8[1] = rmd
+    regs[IP] = ip
+    return cyc
+
+
+@njit(**JIT)
+def _sub_flags(a, b, w):
+    """Flags of the microcode ALU subtraction a - b (operands already masked)."""
+    r = a - b
+    f = szp(r, w)
+    if r < 0:
+        f |= F_CF
+    sgn = 0x8000 if w else 0x80
+    if (a ^ b) & (a ^ r) & sgn:
+        f |= F_OF
+    if (a ^ b ^ r) & 0x10:
+        f |= F_AF
+    return f
+
+
+@njit(**JIT)
+def multiply(a, b, w, signed, f1, fl):
+    """MUL/IMUL as the 8088 microcode does it (shift-and-add with operand
+    negation for IMUL; the F1 flag, set by a REP prefix, negates the product).
+    Returns (high, low, flags)."""
+    if w:
+        mask = 0xFFFF
+        top = 15
+    else:
+        mask = 0xFF
+        top = 7
+    if signed:
+        if a >> top:
+            a = (-a) & mask
+            f1 ^= 1
+        if b >> top:
+            b = (-b) & mask
+            f1 ^= 1
+    p = a * b
+    hi = (p >> (top + 1)) & mask
+    lo = p & mask
+    if f1:
+        borrow = lo != 0
+        lo = (-lo) & mask
+        hi = (~hi) & mask if borrow else (-hi) & mask
+    af = 0
+    if signed:
+        # the overflow test adds the low half's sign bit to the high half
+        c = lo >> top
+        s = (hi + c) & mask
+        if (hi ^ c ^ s) & 0x10:
+            af = F_AF
+    else:
+        s = hi
+    f = szp(s, w) | af
+    if s != 0:
+        f |= F_CF | F_OF
+    return hi, lo, (fl & ~ARITH) | f
+
+
+@njit(**JIT)
+def divide(hi, lo, d, w, signed, f1, fl):
+    """DIV/IDIV as the 8088 microcode does it: a restoring shift-and-subtract
+    loop whose intermediate subtractions leave the (officially undefined)
+    flags, with the overflow checks where the silicon makes them.
+    Returns (ok, quotient, remainder, flags)."""
+    if w:
+        mask = 0xFFFF
+        top = 15
+        bits = 16
+    else:
+        mask = 0xFF
+        top = 7
+        bits = 8
+    tmpa = hi
+    tmpc = lo
+    tmpb = d
+    dividend_negative = (hi >> top) & 1
+    if signed:
+        if dividend_negative:
+            borrow = tmpc != 0
+            tmpc = (-tmpc) & mask
+            tmpa = (~tmpa) & mask if borrow else (-tmpa) & mask
+            f1 ^= 1
+        if tmpb >> top:
+            tmpb = (-tmpb) & mask
+            f1 ^= 1
+    f = _sub_flags(tmpa, tmpb, w)
+    if tmpa >= tmpb:
+        return False, 0, 0, (fl & ~ARITH) | f
+    cf = 1
+    for _ in range(bits):
+        out = tmpc >> top
+        tmpc = ((tmpc << 1) | cf) & mask
+        cf = out
+        out = tmpa >> top
+        tmpa = ((tmpa << 1) | cf) & mask
+        cf = out
+        r = tmpa - tmpb
+        if cf:
+            cf = 0
+            tmpa = r & mask
+        else:
+            f = _sub_flags(tmpa, tmpb, w)
+            if r < 0:
+                cf = 1
+            else:
+                tmpa = r
+    out = tmpc >> top
+    tmpc = ((tmpc << 1) | cf) & mask
+    cf = tmpc >> top
+    f = (f & ~F_CF) | cf
+    if not signed:
+        return True, (~tmpc) & mask, tmpa, (fl & ~ARITH) | f
+    if not cf:
+        return False, 0, 0, (fl & ~ARITH) | f
+    if dividend_negative:
+        tmpa = (-tmpa) & mask
+    if f1:
+        q = (tmpc + 1) & mask
+    else:
+        q = (~tmpc) & mask
+    f &= ~(F_CF | F_OF)
+    return True, q, tmpa, (fl & ~ARITH) | f
+
+
+@njit(**JIT)
+def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_prefix_ip):
+    """A4-A7, AA-AF: MOVS CMPS STOS LODS SCAS with optional REP/REPE/REPNE.
+
+    A repeated instruction runs to completion unless the cycle budget ends or
+    an interrupt becomes pending; then IP is rewound so the instruction
+    resumes (to its first prefix for our own budget; to the last prefix for a
+    real interrupt, as the 8088 does).  Returns cycles."""
+    w = op & 1
+    kind = (op >> 1) & 7   # 2 MOVS, 3 CMPS, 5 STOS, 6 LODS, 7 SCAS
+    step = 2 if w else 1
+    fl = np.int64(regs[FLAGS])
+    if fl & F_DF:
+        step = -step
+    src_sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
+    es_sb = np.int64(regs[ES]) << 4
+    cyc = 0
+    if rep:
+        cyc = 9
+    while True:
+        if rep:
+            if regs[CX] == 0:
+                break
+        if kind == 2:      # MOVS
+            si = np.int64(regs[SI])
+            di = np.int64(regs[DI])
+            if w:
+                v = rw(regs, mem, pf, xf, ctl, eff, src_sb, si)
+                ww(regs, mem, pf, xf, ctl, eff, es_sb, di, v)
+                cyc += 26 if not rep else 25
+            else:
+                v = rb(regs, mem, pf, xf, ctl, eff, (src_sb + si) & M20)
+                wb(regs, mem, pf, xf, ctl, eff, (es_sb + di) & M20, v)
+                cyc += 18 if not rep else 17
+            regs[SI] = (si + step) & 0xFFFF
+            regs[DI] = (di + step) & 0xFFFF
+        elif kind == 3:    # CMPS
+            si = np.int64(regs[SI])
+            di = np.int64(regs[DI])
+            if w:
+                a = rw(regs, mem, pf, xf, ctl, eff, src_sb, si)
+                b = rw(regs, mem, pf, xf, ctl, eff, es_sb, di)
+                cyc += 30
+            else:
+                a = rb(regs, mem, pf, xf, ctl, eff, (src_sb + si) & M20)
+                b = rb(regs, mem, pf, xf, ctl, eff, (es_sb + di) & M20)
+                cyc += 22
+            r, fl = alu(7, a, b, fl, w)
+            regs[SI] = (si + step) & 0xFFFF
+            regs[DI] = (di + step) & 0xFFFF
+        elif kind == 5:    # STOS
+            di = np.int64(regs[DI])
+            if w:
+                ww(regs, mem, pf, xf, ctl, eff, es_sb, di, np.int64(regs[AX]))
+                cyc += 15 if not rep else 14
+            else:
+                wb(regs, mem, pf, xf, ctl, eff, (es_sb + di) & M20, np.int64(r8[0]))
+                cyc += 11 if not rep else 10
+            regs[DI] = (di + step) & 0xFFFF
+        elif kind == 6:    # LODS
+            si = np.int64(regs[SI])
+            if w:
+                regs[AX] = rw(regs, mem, pf, xf, ctl, eff, src_sb, si)
+                cyc += 16 if not rep else 17
+            else:
+                r8[0] = rb(regs, mem, pf, xf, ctl, eff, (src_sb + si) & M20)
+                cyc += 12 if not rep else 13
+            regs[SI] = (si + step) & 0xFFFF
+        else:              # SCAS
+            di = np.int64(regs[DI])
+            if w:
+                b = rw(regs, mem, pf, xf, ctl, eff, es_sb, di)
+                r, fl = alu(7, np.int64(regs[AX]), b, fl, 1)
+                cyc += 19
+            else:
+                b = rb(regs, mem, pf, xf, ctl, eff, (es_sb + di) & M20)
+                r, fl = alu(7, np.int64(r8[0]), b, fl, 0)
+                cyc += 15
+            regs[DI] = (di + step) & 0xFFFF
+        if not rep:
+            break
+        regs[CX] = (np.int64(regs[CX]) - 1) & 0xFFFF
+        if kind == 3 or kind == 7:
+            z = (fl & F_ZF) != 0
+            if rep == 1 and not z:      # REPE/REPZ stops on not-equal
+                break
+            if rep == 2 and z:          # REPNE/REPNZ stops on equal
+                break
+        if regs[CX] == 0:
+            break
+        # resumption point: let the machine run devices or take an interrupt
+        if ctl[C_WATCH_KIND] != 0:
+            regs[FLAGS] = fl
+            regs[IP] = start_ip
+            return cyc
+        if ctl[C_INTR] != 0 and (fl & F_IF):
+            regs[FLAGS] = fl
+            regs[IP] = last_prefix_ip
+            return cyc
+        if ctl[C_NMI] != 0 or ctl[C_CYCLES] + cyc >= ctl[C_DEADLINE]:
+            regs[FLAGS] = fl
+            regs[IP] = start_ip
+            return cyc
+    regs[FLAGS] = fl
+    regs[IP] = ip
+    if cyc == 0:
+        cyc = 2
+    return cyc
+
+
+@njit(**JIT)
+def op_bcd(regs, r8, op, fl):
+    """27 DAA, 2F DAS, 37 AAA, 3F AAS.  Returns the new flags."""
+    al = np.int64(r8[0])
+    cf = fl & F_CF
+    af = fl & F_AF
+    if op == 0x27 or op == 0x2F:
+        old_al = al
+        ncf = 0
+        naf = 0
+        if (al & 0xF) > 9 or af:
+            if op == 0x27:
+                al = al + 6
+            else:
+                al = al - 6
+            naf = F_AF
+        if old_al > (0x9F if af else 0x99) or cf:
+            if op == 0x27:
+                al = al + 0x60
+            else:
+                al = al - 0x60
+            ncf = F_CF
+        al &= 0xFF
+        r8[0] = al
+        f = szp(al, 0) | ncf | naf
+        # OF (officially undefined): the 8088 sets it like an addition/subtraction
+        if op == 0x27:
+            if (old_al & 0x80) == 0 and (al & 0x80) != 0:
+                f |= F_OF
+        else:
+            if (old_al & 0x80) != 0 and (al & 0x80) == 0:
+                f |= F_OF
+        return (fl & ~ARITH) | f
+    ah = np.int64(r8[1])
+    if (al & 0xF) > 9 or af:
+        if op == 0x37:
+            al = al + 6
+            ah = ah + 1
+        else:
+            al = al - 6
+            ah = ah - 1
+        f = F_AF | F_CF
+    else:
+        f = 0
+    al &= 0xFF
+    r8[1] = ah & 0xFF
+    r8[0] = al & 0x0F
+    return (fl & ~ARITH) | f | szp(al, 0)
+
+
+@njit(**JIT)
+def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
+    """Everything not handled inline in run().  Returns (cycles, status)."""
+    fl = np.int64(regs[FLAGS])
+    # --- segment register push/pop (06 07 0E 0F 16 17 1E 1F)
+    if op < 0x20 and (op & 7) >= 6:
+        seg = 8 + ((op >> 3) & 3)
+        regs[IP] = ip
+        if op & 1:     # POP seg (0F = POP CS on the 8088)
+            regs[seg] = pop(regs, mem, pf, xf, ctl, eff)
+            return 12, ST_INHIBIT
+        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[seg]))
+        return 14, ST_OK
+    if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
+        regs[FLAGS] = op_bcd(regs, r8, op, fl)
+        regs[IP] = ip
+        return (4 if op < 0x30 else 8), ST_OK
+    if op == 0x84 or op == 0x85:   # TEST r/m, reg
+        w = op & 1
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        b = get_reg(regs, r8, (m >> 3) & 7, w)
+        r, fl = alu(4, a, b, fl, w)
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return (3 if sb < 0 else 9 + eac + 4 * w), ST_OK
+    if op == 0x86 or op == 0x87:   # XCHG r/m, reg
+        w = op & 1
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        reg = (m >> 3) & 7
+        a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        b = get_reg(regs, r8, reg, w)
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, b)
+        set_reg(regs, r8, reg, w, a)
+        regs[IP] = ip
+        return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
+    if op == 0x8C:                 # MOV r/m, sreg
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1, np.int64(regs[8 + ((m >> 3) & 3)]))
+        regs[IP] = ip
+        return (2 if sb < 0 else 13 + eac), ST_OK
+    if op == 0x8D:                 # LEA
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        if sb >= 0:
+            regs[(m >> 3) & 7] = off
+        else:
+            # register form (undefined): the 8088 stores its last internal
+            # effective address, which the conformance vectors show is the
+            # register operand's index; we leave the register unchanged
+            pass
+        regs[IP] = ip
+        return 2 + eac, ST_OK
+    if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        regs[8 + ((m >> 3) & 3)] = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
+        regs[IP] = ip
+        return (2 if sb < 0 else 12 + eac), ST_INHIBIT
+    if op == 0x8F:                 # POP r/m (reg field ignored)
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        v = pop(regs, mem, pf, xf, ctl, eff)
+        if sb < 0:
+            regs[off] = v
+        else:
+            # the EA was computed before SP moved, as the 8088 does
+            ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
+        regs[IP] = ip
+        return (12 if sb < 0 else 25 + eac), ST_OK
+    if op >= 0x91 and op <= 0x97:  # XCHG AX, reg
+        r = op & 7
+        t = np.int64(regs[r])
+        regs[r] = regs[AX]
+        regs[AX] = t
+        regs[IP] = ip
+        return 3, ST_OK
+    if op == 0x98:                 # CBW
+        regs[AX] = (0xFF00 | np.int64(r8[0])) if r8[0] & 0x80 else np.int64(r8[0])
+        regs[IP] = ip
+        return 2, ST_OK
+    if op == 0x99:                 # CWD
+        regs[DX] = 0xFFFF if regs[AX] & 0x8000 else 0
+        regs[IP] = ip
+        return 5, ST_OK
+    if op == 0x9A:                 # CALL far
+        noff = fetch16(mem, csb, ip)
+        nseg = fetch16(mem, csb, ip + 2)
+        ip = (ip + 4) & 0xFFFF
+        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+        push(regs, mem, pf, xf, ctl, eff, ip)
+        regs[CS] = nseg
+        regs[IP] = noff
+        return 36, ST_OK
+    if op == 0x9B:                 # WAIT: no coprocessor, TEST is never asserted
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0x9C:                 # PUSHF
+        push(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
+        regs[IP] = ip
+        return 14, ST_OK
+    if op == 0x9D:                 # POPF
+        v = pop(regs, mem, pf, xf, ctl, eff)
+        regs[FLAGS] = (v & 0x0FD5) | 0xF002
+        regs[IP] = ip
+        return 12, ST_OK
+    if op == 0x9E:                 # SAHF
+        regs[FLAGS] = (fl & ~0xD5) | (np.int64(r8[1]) & 0xD5)
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0x9F:                 # LAHF
+        r8[1] = (fl & 0xD5) | 0x02
+        regs[IP] = ip
+        return 4, ST_OK
+    if op >= 0xA0 and op <= 0xA3:  # MOV AL/AX <-> moffs
+        w = op & 1
+        off = fetch16(mem, csb, ip)
+        ip = (ip + 2) & 0xFFFF
+        sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
+        if op < 0xA2:
+            if w:
+                regs[AX] = rw(regs, mem, pf, xf, ctl, eff, sb, off)
+            else:
+                r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
+        else:
+            if w:
+                ww(regs, mem, pf, xf, ctl, eff, sb, off, np.int64(regs[AX]))
+            else:
+                wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, np.int64(r8[0]))
+        regs[IP] = ip
+        return 10 + 4 * w, ST_OK
+    if op == 0xA8 or op == 0xA9:   # TEST AL/AX, imm
+        w = op & 1
+        if w:
+            imm = fetch16(mem, csb, ip)
+            ip = (ip + 2) & 0xFFFF
+            r, fl = alu(4, np.int64(regs[AX]), imm, fl, 1)
+        else:
+            imm = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            r, fl = alu(4, np.int64(r8[0]), imm, fl, 0)
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0xC0 or op == 0xC2 or op == 0xC1 or op == 0xC3:   # RET near (C0/C1 alias)
+        if op & 1:
+            n = 0
+        else:
+            n = fetch16(mem, csb, ip)
+        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
+        return (20 if op & 1 else 24), ST_OK
+    if op == 0xC4 or op == 0xC5:   # LES / LDS
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        if sb < 0:
+            # register form (undefined): reads from the segment base with the
+            # register number as offset; approximate with DS:reg
+            sb = np.int64(regs[DS]) << 4 if sov < 0 else sov
+        v = rw(regs, mem, pf, xf, ctl, eff, sb, off)
+        s = rw(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
+        regs[(m >> 3) & 7] = v
+        regs[ES if op == 0xC4 else DS] = s
+        regs[IP] = ip
+        return 24 + eac, ST_OK
+    if op == 0xC6 or op == 0xC7:   # MOV r/m, imm (reg field ignored)
+        w = op & 1
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        if w:
+            imm = fetch16(mem, csb, ip)
+            ip = (ip + 2) & 0xFFFF
+        else:
+            imm = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, imm)
+        regs[IP] = ip
+        return (4 if sb < 0 else 10 + eac + 4 * w), ST_OK
+    if op >= 0xC8 and op <= 0xCB:  # RETF (C8/C9 alias CA/CB)
+        if op & 1:
+            n = 0
+        else:
+            n = fetch16(mem, csb, ip)
+        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
+        return (34 if op & 1 else 33), ST_OK
+    if op == 0xCC:                 # INT 3
+        return 1 + interrupt(regs, mem, pf, xf, ctl, eff, 3, ip), ST_OK
+    if op == 0xCD:                 # INT imm8
+        v = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        return interrupt(regs, mem, pf, xf, ctl, eff, v, ip), ST_OK
+    if op == 0xCE:                 # INTO
+        if fl & F_OF:
+            return 2 + interrupt(regs, mem, pf, xf, ctl, eff, 4, ip), ST_OK
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0xCF:                 # IRET
+        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[FLAGS] = (pop(regs, mem, pf, xf, ctl, eff) & 0x0FD5) | 0xF002
+        return 44, ST_OK
+    if op >= 0xD0 and op <= 0xD3:
+        return op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov), ST_OK
+    if op == 0xD4:                 # AAM
+        base = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        if base == 0:
+            regs[FLAGS] = (fl & ~ARITH) | szp(0, 0)
+            return 83 + interrupt(regs, mem, pf, xf, ctl, eff, 0, ip), ST_OK
+        al = np.int64(r8[0])
+        r8[1] = al // base
+        r8[0] = al % base
+        regs[FLAGS] = (fl & ~ARITH) | szp(al % base, 0)
+        regs[IP] = ip
+        return 83, ST_OK
+    if op == 0xD5:                 # AAD
+        base = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        t = np.int64(r8[1]) * base
+        r, fl = alu(0, np.int64(r8[0]), t & 0xFF, fl, 0)
+        regs[AX] = r
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return 60, ST_OK
+    if op == 0xD6:                 # SALC (undocumented)
+        r8[0] = 0xFF if fl & F_CF else 0
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0xD7:                 # XLAT
+        sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
+        r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + ((np.int64(regs[BX]) + np.int64(r8[0])) & 0xFFFF)) & M20)
+        regs[IP] = ip
+        return 11, ST_OK
+    if op >= 0xD8 and op <= 0xDF:  # ESC: no coprocessor, but the operand is read
+        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        if sb >= 0:
+            rw(regs, mem, pf, xf, ctl, eff, sb, off)
+        regs[IP] = ip
+        return (2 if sb < 0 else 8 + eac), ST_OK
+    if op >= 0xE0 and op <= 0xE3:  # LOOPNE LOOPE LOOP JCXZ
+        d = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        if d & 0x80:
+            d -= 256
+        if op == 0xE3:
+            take = regs[CX] == 0
+            cyc = 18 if take else 6
+        else:
+            cx = (np.int64(regs[CX]) - 1) & 0xFFFF
+            regs[CX] = cx
+            if op == 0xE2:
+                take = cx != 0
+                cyc = 17 if take else 5
+            elif op == 0xE1:
+                take = cx != 0 and (fl & F_ZF) != 0
+                cyc = 18 if take else 6
+            else:
+                take = cx != 0 and (fl & F_ZF) == 0
+                cyc = 19 if take else 5
+        regs[IP] = (ip + d) & 0xFFFF if take else ip
+        return cyc, ST_OK
+    if (op >= 0xE4 and op <= 0xE7) or (op >= 0xEC and op <= 0xEF):   # IN / OUT
+        w = op & 1
+        if op < 0xE8:
+            port = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            cyc = 10 + 4 * w
+        else:
+            port = np.int64(regs[DX])
+            cyc = 8 + 4 * w
+        python_port = pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
+        if op & 2:   # OUT
+            v = np.int64(regs[AX]) if w else np.int64(r8[0])
+            if ctl[C_RECORD]:
+                _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
+            regs[IP] = ip
+            if python_port:
+                ctl[C_EXIT_PORT] = port
+                ctl[C_EXIT_VALUE] = v
+                ctl[C_EXIT_WIDTH] = 1 + w
+                return cyc, ST_IO_OUT
+            return cyc, ST_OK
+        # IN
+        if python_port:
+            if ctl[C_IO_READY] == 0:
+                ctl[C_EXIT_PORT] = port
+                ctl[C_EXIT_WIDTH] = 1 + w
+                return 0, ST_IO_IN
+            ctl[C_IO_READY] = 0
+            v = ctl[C_IO_VALUE]
+        else:
+            v = 0xFFFF
+        if w:
+            regs[AX] = v & 0xFFFF
+        else:
+            r8[0] = v & 0xFF
+            v &= 0xFF
+        if ctl[C_RECORD]:
+            _record(ctl, eff, EFF_IO_READ, port, v & (0xFFFF if w else 0xFF), 1 + w)
+        regs[IP] = ip
+        return cyc, ST_OK
+    if op == 0xE8:                 # CALL near
+        d = fetch16(mem, csb, ip)
+        ip = (ip + 2) & 0xFFFF
+        push(regs, mem, pf, xf, ctl, eff, ip)
+        regs[IP] = (ip + d) & 0xFFFF
+        return 23, ST_OK
+    if op == 0xE9:                 # JMP near
+        d = fetch16(mem, csb, ip)
+        regs[IP] = (ip + 2 + d) & 0xFFFF
+        return 15, ST_OK
+    if op == 0xEA:                 # JMP far
+        noff = fetch16(mem, csb, ip)
+        regs[CS] = fetch16(mem, csb, ip + 2)
+        regs[IP] = noff
+        return 15, ST_OK
+    if op == 0xEB:                 # JMP short
+        d = np.int64(mem[(csb + ip) & M20])
+        if d & 0x80:
+            d -= 256
+        regs[IP] = (ip + 1 + d) & 0xFFFF
+        return 15, ST_OK
+    if op == 0xF4:                 # HLT
+        regs[IP] = ip
+        ctl[C_HALTED] = 1
+        return 2, ST_HALT
+    if op == 0xF5:                 # CMC
+        regs[FLAGS] = fl ^ F_CF
+        regs[IP] = ip
+        return 2, ST_OK
+    if op >= 0xF8 and op <= 0xFD:  # CLC STC CLI STI CLD STD
+        bit = F_CF if op < 0xFA else (F_IF if op < 0xFC else F_DF)
+        if op & 1:
+            regs[FLAGS] = fl | bit
+        else:
+            regs[FLAGS] = fl & ~bit
+        regs[IP] = ip
+        if op == 0xFB:
+            return 2, ST_INHIBIT
+        return 2, ST_OK
+    if op == 0xFE or op == 0xFF:
+        return op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+    # unreachable: every opcode is decoded above or in run()
+    regs[IP] = ip
+    return 2, ST_OK
+
+
+@njit(**JIT)
+def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
+    """FE/FF: INC, DEC, CALL, CALL far, JMP, JMP far, PUSH (FF /7 = PUSH).
+
+    FE /2-/7 (undefined) act on a word made of the byte operand and 0xFF
+    upper half on the 8088... we follow the word form with the byte operand
+    zero-extended, which keeps the machine consistent."""
+    w = op & 1
+    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    kind = (m >> 3) & 7
+    fl = np.int64(regs[FLAGS])
+    if kind <= 1:
+        v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        r, fl = incdec(v, kind, fl, w)
+        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return (3 if sb < 0 else 15 + eac + 8 * w), ST_OK
+    if kind == 2 or kind == 4 or kind == 6 or kind == 7:
+        v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        if not w:
+            v |= 0xFF00
+        if kind == 2:      # CALL near indirect
+            push(regs, mem, pf, xf, ctl, eff, ip)
+            regs[IP] = v
+            return (20 if sb < 0 else 29 + eac), ST_OK
+        if kind == 4:      # JMP near indirect
+            regs[IP] = v
+            return (11 if sb < 0 else 18 + eac), ST_OK
+        # PUSH r/m: PUSH SP pushes the decremented value
+        if sb < 0 and off == SP and w:
+            sp = (np.int64(regs[SP]) - 2) & 0xFFFF
+            regs[SP] = sp
+            ww(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, sp)
+        else:
+            push(regs, mem, pf, xf, ctl, eff, v)
+        regs[IP] = ip
+        return (15 if sb < 0 else 24 + eac), ST_OK
+    # CALL far / JMP far indirect (kind 3, 5).  A register operand is undefined:
+    # the 8088 reads from its last internal address; we use DS:reg-number.
+    if sb < 0:
+        sb = np.int64(regs[DS]) << 4 if sov < 0 else sov
+    noff = rw(regs, mem, pf, xf, ctl, eff, sb, off)
+    nseg = rw(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
+    if kind == 3:
+        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+        push(regs, mem, pf, xf, ctl, eff, ip)
+        regs[CS] = nseg
+        regs[IP] = noff
+        return 53 + eac, ST_OK
+    regs[CS] = nseg
+    regs[IP] = noff
+    return 24 + eac, ST_OK
+
+
+# ---------------------------------------------------------------------------
+# the run loop
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def run(regs, mem, pf, xf, ctl, eff, pk):
+    """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*."""
+    r8 = regs.view(np.uint8)
+    cycles = ctl[C_CYCLES]
+    deadline = ctl[C_DEADLINE]
+    insns = ctl[C_INSTRUCTIONS]
+    step_left = ctl[C_STEP]
+    inhibit = False
+    exit_reason = 0
+    while True:
+        # ---------------- instruction boundary ----------------
+        if cycles >= deadline:
+            exit_reason = EXIT_BUDGET
+            break
+        if not inhibit:
+            if ctl[C_NMI] != 0:
+                ctl[C_NMI] = 0
+                ctl[C_HALTED] = 0
+                cycles += interrupt(regs, mem, pf, xf, ctl, eff, 2, np.int64(regs[IP]))
+                insns += 1
+                continue
+            if ctl[C_INTR] != 0 and (regs[FLAGS] & F_IF):
+                exit_reason = EXIT_IRQ
+                break
+        inhibit = False
+        if ctl[C_HALTED] != 0:
+            # idle until the next device deadline (interrupts wake us above)
+            cycles = deadline
+            exit_reason = EXIT_BUDGET
+            break
+        csb = np.int64(regs[CS]) << 4
+        ip0 = np.int64(regs[IP])
+        pc = (csb + ip0) & M20
+        x = xf[pc]
+        if x & (XF_BREAKPOINT | XF_TRAP):
+            if x & XF_TRAP and ctl[C_TRAP_ENABLE] != 0:
+                ctl[C_EXIT_VALUE] = pc
+                exit_reason = EXIT_TRAP
+                break
+            if x & XF_BREAKPOINT:
+                if ctl[C_SKIP_BP] != 0:
+                    ctl[C_SKIP_BP] = 0
+                else:
+                    exit_reason = EXIT_BREAKPOINT
+                    break
+        ctl[C_INSN_START] = pc
+        tf = regs[FLAGS] & F_TF
+        # ---------------- prefixes ----------------
+        ip = ip0
+        sov = -1
+        rep = 0
+        last_prefix_ip = ip0
+        cyc = 0
+        while True:
+            op = np.int64(mem[(csb + ip) & M20])
+            if op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E:
+                sov = np.int64(regs[8 + ((op >> 3) & 3)]) << 4
+            elif op == 0xF2:
+                rep = 2
+            elif op == 0xF3:
+                rep = 1
+            elif op == 0xF0 or op == 0xF1:
+                pass
+            else:
+                break
+            last_prefix_ip = ip
+            ip = (ip + 1) & 0xFFFF
+            cyc += 2
+        ip = (ip + 1) & 0xFFFF
+        status = ST_OK
+        # ---------------- hot families inline ----------------
+        if op < 0x40 and (op & 7) < 6:
+            # ALU r/m,reg / reg,r/m / AL|AX,imm
+            aop = op >> 3
+            w = op & 1
+            if op & 4:
+                if w:
+                    b = fetch16(mem, csb, ip)
+                    ip = (ip + 2) & 0xFFFF
+                    a = np.int64(regs[AX])
+                else:
+                    b = np.int64(mem[(csb + ip) & M20])
+                    ip = (ip + 1) & 0xFFFF
+                    a = np.int64(r8[0])
+                r, fl = alu(aop, a, b, np.int64(regs[FLAGS]), w)
+                if aop != 7:
+                    if w:
+                        regs[AX] = r
+                    else:
+                        r8[0] = r
+                regs[FLAGS] = fl
+                cyc += 4
+            else:
+                m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+                reg = (m >> 3) & 7
+                rmv = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+                regv = get_reg(regs, r8, reg, w)
+                if op & 2:     # reg, r/m
+                    r, fl = alu(aop, regv, rmv, np.int64(regs[FLAGS]), w)
+                    if aop != 7:
+                        set_reg(regs, r8, reg, w, r)
+                    cyc += 3 if sb < 0 else 9 + eac + 4 * w
+                else:          # r/m, reg
+                    r, fl = alu(aop, rmv, regv, np.int64(regs[FLAGS]), w)
+                    if aop != 7:
+                        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+                        cyc += 3 if sb < 0 else 16 + eac + 8 * w
+                    else:
+                        cyc += 3 if sb < 0 else 9 + eac + 4 * w
+                regs[FLAGS] = fl
+            regs[IP] = ip
+        elif op >= 0x88 and op <= 0x8B:      # MOV
+            w = op & 1
+            m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+            reg = (m >> 3) & 7
+            if op & 2:
+                set_reg(regs, r8, reg, w, get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w))
+                cyc += 2 if sb < 0 else 8 + eac + 4 * w
+            else:
+                set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, get_reg(regs, r8, reg, w))
+                cyc += 2 if sb < 0 else 9 + eac + 4 * w
+            regs[IP] = ip
+        elif op >= 0x40 and op < 0x50:       # INC/DEC reg16
+            r = op & 7
+            v, fl = incdec(np.int64(regs[r]), (op >> 3) & 1, np.int64(regs[FLAGS]), 1)
+            regs[r] = v
+            regs[FLAGS] = fl
+            regs[IP] = ip
+            cyc += 3
+        elif op >= 0x50 and op < 0x60:       # PUSH/POP reg16
+            r = op & 7
+            regs[IP] = ip
+            if op < 0x58:
+                # PUSH SP pushes the value after the decrement (8088)
+                sp = (np.int64(regs[SP]) - 2) & 0xFFFF
+                regs[SP] = sp
+                ww(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, np.int64(regs[r]))
+                cyc += 15
+            else:
+                regs[r] = pop(regs, mem, pf, xf, ctl, eff)
+                cyc += 12
+        elif op >= 0x60 and op < 0x80:       # Jcc (60-6F alias 70-7F on the 8088)
+            d = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            if cond(op & 0xF, np.int64(regs[FLAGS])):
+                if d & 0x80:
+                    d -= 256
+                ip = (ip + d) & 0xFFFF
+                cyc += 16
+            else:
+                cyc += 4
+            regs[IP] = ip
+        elif op >= 0x80 and op <= 0x83:      # ALU r/m, imm
+            w = op & 1
+            m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+            aop = (m >> 3) & 7
+            if op == 0x81:
+                b = fetch16(mem, csb, ip)
+                ip = (ip + 2) & 0xFFFF
+            else:
+                b = np.int64(mem[(csb + ip) & M20])
+                ip = (ip + 1) & 0xFFFF
+                if op == 0x83 and b & 0x80:
+                    b |= 0xFF00
+            a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+            r, fl = alu(aop, a, b, np.int64(regs[FLAGS]), w)
+            if aop != 7:
+                set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+                cyc += 4 if sb < 0 else 17 + eac + 8 * w
+            else:
+                cyc += 4 if sb < 0 else 10 + eac + 4 * w
+            regs[FLAGS] = fl
+            regs[IP] = ip
+        elif op >= 0xB0 and op < 0xC0:       # MOV reg, imm
+            if op & 8:
+                regs[op & 7] = fetch16(mem, csb, ip)
+                ip = (ip + 2) & 0xFFFF
+            else:
+                r8[r8i(op & 7)] = mem[(csb + ip) & M20]
+                ip = (ip + 1) & 0xFFFF
+            regs[IP] = ip
+            cyc += 4
+        elif op == 0x90:
+            regs[IP] = ip
+            cyc += 3
+        elif (op >= 0xA4 and op <= 0xA7) or (op >= 0xAA and op <= 0xAF):
+            cyc += op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep,
+                             ip0, (ip - 2) & 0xFFFF)
+        elif op == 0xF6 or op == 0xF7:
+            cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
+        else:
+            c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, ip0)
+            cyc += c
+            if status == ST_IO_IN:
+                regs[IP] = ip0
+                exit_reason = EXIT_IO_IN
+                break
+        # ---------------- after the instruction ----------------
+        cycles += cyc
+        insns += 1
+        if status == ST_INHIBIT:
+            inhibit = True
+        if tf and not inhibit:
+            cycles += interrupt(regs, mem, pf, xf, ctl, eff, 1, np.int64(regs[IP]))
+        if status == ST_IO_OUT:
+            exit_reason = EXIT_IO_OUT
+            break
+        if status == ST_HALT:
+            exit_reason = EXIT_HALT
+            break
+        if ctl[C_WATCH_KIND] != 0:
+            ctl[C_WATCH_IP] = ip0
+            ctl[C_WATCH_CS] = csb >> 4
+            exit_reason = EXIT_WATCH
+            break
+        if step_left > 0:
+            step_left -= 1
+            if step_left == 0:
+                exit_reason = EXIT_STEP
+                break
+    ctl[C_CYCLES] = cycles
+    ctl[C_INSTRUCTIONS] = insns
+    ctl[C_STEP] = step_left
+    ctl[C_EXIT] = exit_reason
+    return exit_reason

@@ -1,0 +1,113 @@
+"""Python-side handle on the jitted core: owns the state arrays and drives
+``core.run``.  The Machine (chipset, devices, BIOS) sits on top of this and
+answers the exits; this class knows nothing about devices."""
+
+import numpy as np
+
+from . import state as S
+from . import core
+from .registers import Registers
+
+
+class Cpu:
+    """One 8088.  ``mem``/``page_flags``/``xflags``/``port_kind`` default to
+    a flat 1 MiB of RAM with no ports (the conformance setup); the machine
+    passes its bus arrays instead."""
+
+    def __init__(self, mem=None, page_flags=None, xflags=None, port_kind=None):
+        self.regs = S.new_regs()
+        self.ctl = S.new_ctl()
+        self.mem = mem if mem is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
+        self.page_flags = (page_flags if page_flags is not None
+                           else np.zeros(S.PAGE_COUNT, dtype=np.uint8))
+        self.xflags = xflags if xflags is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
+        self.port_kind = port_kind if port_kind is not None else np.zeros(65536, dtype=np.uint8)
+        self.effects = np.zeros((S.MAX_EFFECTS, 4), dtype=np.int64)
+        self.r = Registers(self.regs)
+
+    # -- running ------------------------------------------------------------
+    def run(self, until_cycle):
+        """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
+        self.ctl[S.C_DEADLINE] = until_cycle
+        return core.run(self.regs, self.mem, self.page_flags, self.xflags,
+                        self.ctl, self.effects, self.port_kind)
+
+    def step(self, record=False, budget=1 << 62):
+        """Execute exactly one instruction (a whole REP string instruction
+        included).  With ``record`` the memory and I/O effects are kept in
+        ``self.effects[:self.effect_count]``.  Returns the exit reason
+        (EXIT_STEP normally; IO/trap/breakpoint exits stop before it)."""
+        ctl = self.ctl
+        ctl[S.C_STEP] = 1
+        if record:
+            self.begin_record()
+        try:
+            reason = self.run(ctl[S.C_CYCLES] + budget)
+        finally:
+            ctl[S.C_STEP] = 0
+            if record:
+                self.end_record()
+        return reason
+
+    # -- effect recording -----------------------------------------------------
+    def begin_record(self):
+        self.ctl[S.C_EFFECTS] = 0
+        self.ctl[S.C_RECORD] = 1
+        self.page_flags |= core.PG_RECORD
+
+    def end_record(self):
+        self.ctl[S.C_RECORD] = 0
+        self.page_flags &= ~np.uint8(core.PG_RECORD)
+
+    @property
+    def effect_count(self):
+        return int(min(self.ctl[S.C_EFFECTS], S.MAX_EFFECTS))
+
+    @property
+    def effects_lost(self):
+        return int(max(0, self.ctl[S.C_EFFECTS] - S.MAX_EFFECTS))
+
+    def recorded(self):
+        """List of (kind, a, b, c) tuples of the last recording window."""
+        return [tuple(int(x) for x in row) for row in self.effects[:self.effect_count]]
+
+    def recorded_writes(self):
+        return [a for kind, a, _, _ in self.recorded() if kind == S.EFF_MEM_WRITE]
+
+    # -- interrupts -----------------------------------------------------------
+    def interrupt(self, vector, return_ip=None):
+        """Enter ``vector`` now (IRQ acknowledge, NMI, debugger), counting its
+        cycles and one instruction boundary."""
+        ip = int(self.regs[S.IP]) if return_ip is None else return_ip
+        self.ctl[S.C_HALTED] = 0
+        cycles = core.interrupt(self.regs, self.mem, self.page_flags, self.xflags,
+                                self.ctl, self.effects, vector, ip)
+        self.ctl[S.C_CYCLES] += cycles
+        self.ctl[S.C_INSTRUCTIONS] += 1
+
+    def answer_in(self, value):
+        """Give the value for a pending EXIT_IO_IN; the IN re-executes."""
+        self.ctl[S.C_IO_VALUE] = value
+        self.ctl[S.C_IO_READY] = 1
+
+    # -- state ----------------------------------------------------------------
+    @property
+    def cycles(self):
+        return int(self.ctl[S.C_CYCLES])
+
+    @property
+    def instructions(self):
+        return int(self.ctl[S.C_INSTRUCTIONS])
+
+    @property
+    def pc(self):
+        return ((int(self.regs[S.CS]) << 4) + int(self.regs[S.IP])) & 0xFFFFF
+
+    def reset(self):
+        """8088 reset: CS=FFFFh, IP=0, flags clear, other registers 0."""
+        self.regs[:] = 0
+        self.regs[S.CS] = 0xFFFF
+        self.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
+        keep = self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE]
+        self.ctl[:] = 0
+        self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE] = keep

@@ -1,0 +1,126 @@
+"""CPU state layout shared by the numba core and the Python side.
+
+All CPU state lives in two small numpy arrays so that the jitted core can take
+them as arguments (no module-level arrays: those make numba functions
+uncacheable) and so that a snapshot is a plain copy of the arrays:
+
+* ``regs``  -- ``np.uint16[16]``: the sixteen 16-bit registers, indexed by the
+  constants below (general registers in 8086 encoding order, then segment
+  registers in encoding order, then IP and FLAGS).  ``regs.view(np.uint8)``
+  gives the 8-bit halves (AL is byte 0, AH byte 1, CL byte 2, ...).
+* ``ctl``   -- ``np.int64[CTL_SIZE]``: counters, the interrupt interface and
+  the exit mailbox between the core and Python, indexed by ``C_*``.
+"""
+
+import numpy as np
+
+# --- regs indices ---------------------------------------------------------
+AX, CX, DX, BX, SP, BP, SI, DI = range(8)
+ES, CS, SS, DS = 8, 9, 10, 11
+IP = 12
+FLAGS = 13
+REGS_SIZE = 16
+
+REG16_NAMES = ("ax", "cx", "dx", "bx", "sp", "bp", "si", "di")
+SEG_NAMES = ("es", "cs", "ss", "ds")
+REG_INDEX = {name: i for i, name in enumerate(REG16_NAMES)}
+REG_INDEX.update({name: 8 + i for i, name in enumerate(SEG_NAMES)})
+REG_INDEX["ip"] = IP
+REG_INDEX["flags"] = FLAGS
+
+# --- FLAGS bits -----------------------------------------------------------
+F_CF = 0x0001
+F_PF = 0x0004
+F_AF = 0x0010
+F_ZF = 0x0040
+F_SF = 0x0080
+F_TF = 0x0100
+F_IF = 0x0200
+F_DF = 0x0400
+F_OF = 0x0800
+# On the 8086/8088 bits 12-15 and bit 1 always read as 1, bits 3 and 5 as 0.
+FLAGS_FIXED_ONES = 0xF002
+FLAGS_WRITABLE = 0x0FD5
+
+# --- ctl indices ----------------------------------------------------------
+C_CYCLES = 0          # emulated CPU cycles since power-on (4.77 MHz clock)
+C_INSTRUCTIONS = 1    # executed instruction boundaries (incl. HLT wait steps, IRQ entries)
+C_DEADLINE = 2        # run() returns EXIT_BUDGET once C_CYCLES >= this
+C_EXIT = 3            # exit reason of the last run() (EXIT_*)
+C_EXIT_PORT = 4       # port of an EXIT_IO_IN / EXIT_IO_OUT
+C_EXIT_VALUE = 5      # value written by EXIT_IO_OUT; trap number of EXIT_TRAP
+C_EXIT_WIDTH = 6      # 1 or 2 (bytes) for port exits
+C_IO_READY = 7        # Python sets 1 after answering EXIT_IO_IN ...
+C_IO_VALUE = 8        # ... with this value; the core re-executes the IN
+C_INTR = 9            # INTR line level (set by the interrupt controller)
+C_NMI = 10            # NMI pending (edge latched by Python)
+C_HALTED = 11         # 1 while the CPU sits in HLT
+C_SKIP_BP = 12        # 1: ignore the execution breakpoint at CS:IP once (resume)
+C_STEP = 13           # >0: stop after this many instructions (EXIT_STEP)
+C_RECORD = 14         # 1: record memory/I/O effects into the effect buffer
+C_EFFECTS = 15        # number of effects recorded in the current record window
+C_WATCH = 16          # 1: some page carries a memory-watch flag (slow path)
+C_WATCH_HIT = 17      # linear address of the access that hit a memory watch
+C_WATCH_KIND = 18     # 1 read, 2 write
+C_WATCH_VALUE = 19    # byte read or written
+C_WATCH_OLD = 20      # byte before a write
+C_INSN_START = 21     # linear address of the instruction being executed
+C_TRAP_ENABLE = 22    # 1: firmware traps (exec flag bit 1) are honoured
+C_PREFIX_IP = 23      # IP of the first prefix of the current instruction
+C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
+C_WATCH_CS = 25       # CS of the instruction that hit the watch
+C_WATCH_MASK = 26     # which access kinds the armed watches want (1 read, 2 write)
+C_SEG_OVERRIDE = 27   # scratch for the decoder (segment override, -1 none)
+C_SIZE = 32
+
+# --- exit reasons -----------------------------------------------------------
+EXIT_NONE = 0
+EXIT_BUDGET = 1       # C_CYCLES reached C_DEADLINE
+EXIT_IO_IN = 2        # IN needs a value from Python (instruction not executed yet)
+EXIT_IO_OUT = 3       # OUT executed; Python must deliver the value to the port
+EXIT_BREAKPOINT = 4   # execution breakpoint at CS:IP (instruction not executed)
+EXIT_TRAP = 5         # firmware trap at CS:IP (instruction not executed)
+EXIT_STEP = 6         # C_STEP instructions executed
+EXIT_HALT = 7         # HLT with interrupts disabled and nothing pending
+EXIT_WATCH = 8        # memory watch hit (instruction completed)
+EXIT_IRQ = 9          # INTR asserted with IF=1: Python must acknowledge and call interrupt()
+
+EXIT_NAMES = {
+    EXIT_NONE: "none", EXIT_BUDGET: "budget", EXIT_IO_IN: "io_in",
+    EXIT_IO_OUT: "io_out", EXIT_BREAKPOINT: "breakpoint", EXIT_TRAP: "trap",
+    EXIT_STEP: "step", EXIT_HALT: "halt", EXIT_WATCH: "watch", EXIT_IRQ: "irq",
+}
+
+# --- per-page flags (4 KiB pages, 256 of them) ------------------------------
+PAGE_SHIFT = 12
+PAGE_COUNT = 1 << (20 - PAGE_SHIFT)
+PG_READONLY = 0x01    # ROM or unmapped: writes are ignored
+PG_WATCH_R = 0x02     # a memory-read watch covers part of this page
+PG_WATCH_W = 0x04     # a memory-write watch covers part of this page
+
+# --- per-byte execution flags (1 MiB) ---------------------------------------
+XF_BREAKPOINT = 0x01
+XF_TRAP = 0x02
+XF_WATCH_R = 0x04     # byte-precise memory watch (read)
+XF_WATCH_W = 0x08     # byte-precise memory watch (write)
+
+# --- effect records (np.int64[MAX_EFFECTS, 4]) ------------------------------
+EFF_MEM_READ = 1      # (kind, linear address, value, 0)
+EFF_MEM_WRITE = 2     # (kind, linear address, new value, old value)
+EFF_IO_READ = 3       # (kind, port, value, width)
+EFF_IO_WRITE = 4      # (kind, port, value, width)
+MAX_EFFECTS = 4096
+
+MEM_SIZE = 1 << 20
+
+
+def new_regs():
+    regs = np.zeros(REGS_SIZE, dtype=np.uint16)
+    regs[FLAGS] = FLAGS_FIXED_ONES
+    return regs
+
+
+def new_ctl():
+    ctl = np.zeros(C_SIZE, dtype=np.int64)
+    ctl[C_SEG_OVERRIDE] = -1
+    return ctl
