@@ -481,8 +481,9 @@ def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         fl |= F_OF
     if kind >= 4:
         fl = (fl & ~(F_SF | F_ZF | F_PF | F_AF)) | szp(v, w)
-        if kind == 4 or kind == 5:
-            # the 8088 leaves AF set after SHL/SHR (officially undefined)
+        if kind == 4 and v & 0x10:
+            # AF is officially undefined; the 8088's ALU shifts left by adding
+            # the operand to itself, so AF is the carry out of bit 3
             fl |= F_AF
     regs[FLAGS] = fl
     set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v)
@@ -833,14 +834,23 @@ def op_bcd(regs, r8, op, fl):
                 f |= F_OF
         return (fl & ~ARITH) | f
     ah = np.int64(r8[1])
+    old_al = al
     if (al & 0xF) > 9 or af:
+        # the officially undefined OF/SF/ZF/PF come from the ALU's AL+-6
         if op == 0x37:
             al = al + 6
             ah = ah + 1
+            if (al ^ old_al) & (al ^ 6) & 0x80:
+                f = F_AF | F_CF | F_OF
+            else:
+                f = F_AF | F_CF
         else:
             al = al - 6
             ah = ah - 1
-        f = F_AF | F_CF
+            if (old_al ^ 6) & (old_al ^ al) & 0x80:
+                f = F_AF | F_CF | F_OF
+            else:
+                f = F_AF | F_CF
     else:
         f = 0
     al &= 0xFF
