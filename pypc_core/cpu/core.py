@@ -43,6 +43,10 @@ from .state import (
 )
 
 JIT = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
+# Small helpers are inlined at numba-IR level: numba links separately
+# compiled functions without LLVM inlining, and a call passing seven arrays
+# costs more than the work it does.
+INLINE = dict(JIT, inline="always")
 
 M20 = 0xFFFFF
 ARITH = F_CF | F_PF | F_AF | F_ZF | F_SF | F_OF
@@ -95,7 +99,7 @@ def _rb_slow(regs, mem, pf, xf, ctl, eff, a):
     return v
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def rb(regs, mem, pf, xf, ctl, eff, a):
     """Data read of the byte at linear address ``a`` (already 20-bit)."""
     if pf[a >> 12] & PG_SLOW_READ:
@@ -115,7 +119,7 @@ def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
         _watch_hit(regs, ctl, a, 2, v & 0xFF, old)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def wb(regs, mem, pf, xf, ctl, eff, a, v):
     """Data write of a byte at linear address ``a`` (already 20-bit)."""
     if pf[a >> 12] == 0:
@@ -124,7 +128,7 @@ def wb(regs, mem, pf, xf, ctl, eff, a, v):
         _wb_slow(regs, mem, pf, xf, ctl, eff, a, v)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def rw(regs, mem, pf, xf, ctl, eff, sb, off):
     """Word read at segment base ``sb`` + offset ``off``: the second byte
     wraps inside the segment (offset FFFFh -> 0000h) and at 1 MiB."""
@@ -133,20 +137,20 @@ def rw(regs, mem, pf, xf, ctl, eff, sb, off):
     return lo | (hi << 8)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def ww(regs, mem, pf, xf, ctl, eff, sb, off, v):
     wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, v & 0xFF)
     wb(regs, mem, pf, xf, ctl, eff, (sb + ((off + 1) & 0xFFFF)) & M20, (v >> 8) & 0xFF)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def push(regs, mem, pf, xf, ctl, eff, v):
     sp = (np.int64(regs[SP]) - 2) & 0xFFFF
     regs[SP] = sp
     ww(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, v)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def pop(regs, mem, pf, xf, ctl, eff):
     sp = np.int64(regs[SP])
     v = rw(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp)
@@ -158,7 +162,7 @@ def pop(regs, mem, pf, xf, ctl, eff):
 # flag arithmetic (pure scalar helpers)
 # ---------------------------------------------------------------------------
 
-@njit(**JIT)
+@njit(**INLINE)
 def szp(r, w):
     f = PARITY[r & 0xFF]
     if w:
@@ -174,7 +178,7 @@ def szp(r, w):
     return f
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def alu(op, a, b, fl, w):
     """The eight ALU operations (ADD OR ADC SBB AND SUB XOR CMP).
     Returns (result, flags)."""
@@ -217,7 +221,7 @@ def alu(op, a, b, fl, w):
     return r, (fl & ~ARITH) | szp(r, w)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def incdec(v, dec, fl, w):
     if w:
         mask = 0xFFFF
@@ -242,7 +246,7 @@ def incdec(v, dec, fl, w):
     return r, (fl & ~(ARITH & ~F_CF)) | f
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def cond(cc, fl):
     """Jcc condition ``cc`` (low nibble of 70h-7Fh) on flags ``fl``."""
     c = cc >> 1
@@ -271,13 +275,13 @@ def cond(cc, fl):
 # decoding helpers
 # ---------------------------------------------------------------------------
 
-@njit(**JIT)
+@njit(**INLINE)
 def r8i(r):
     """Index into the byte view of regs for 8-bit register number r."""
     return ((r & 3) << 1) | (r >> 2)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def modrm(regs, mem, csb, ip, sov):
     """Decode a ModR/M byte at CS:IP.
 
@@ -345,7 +349,7 @@ def modrm(regs, mem, csb, ip, sov):
     return m, sb, off, ip, cyc
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w):
     if sb < 0:
         if w:
@@ -356,7 +360,7 @@ def get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w):
     return rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v):
     if sb < 0:
         if w:
@@ -369,14 +373,14 @@ def set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v):
         wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, v & 0xFF)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def get_reg(regs, r8, r, w):
     if w:
         return np.int64(regs[r])
     return np.int64(r8[r8i(r)])
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def set_reg(regs, r8, r, w, v):
     if w:
         regs[r] = v & 0xFFFF
@@ -384,9 +388,22 @@ def set_reg(regs, r8, r, w, v):
         r8[r8i(r)] = v & 0xFF
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def fetch16(mem, csb, ip):
     return np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ((ip + 1) & 0xFFFF)) & M20]) << 8)
+
+
+# Out-of-line twins of the bigger helpers for the cold opcode families: they
+# have many call sites, and inlining all of them doubles the cold compile time
+# for no measurable speed.
+modrm_c = njit(**JIT)(modrm.py_func)
+get_rm_c = njit(**JIT)(get_rm.py_func)
+set_rm_c = njit(**JIT)(set_rm.py_func)
+alu_c = njit(**JIT)(alu.py_func)
+push_c = njit(**JIT)(push.py_func)
+pop_c = njit(**JIT)(pop.py_func)
+rw_c = njit(**JIT)(rw.py_func)
+ww_c = njit(**JIT)(ww.py_func)
 
 
 # ---------------------------------------------------------------------------
@@ -397,13 +414,13 @@ def fetch16(mem, csb, ip):
 def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
     """Enter interrupt ``vector``: push FLAGS, CS, ``return_ip``; clear IF/TF."""
     fl = np.int64(regs[FLAGS])
-    push(regs, mem, pf, xf, ctl, eff, fl)
+    push_c(regs, mem, pf, xf, ctl, eff, fl)
     regs[FLAGS] = fl & ~(F_IF | F_TF)
-    push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
-    push(regs, mem, pf, xf, ctl, eff, return_ip)
+    push_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+    push_c(regs, mem, pf, xf, ctl, eff, return_ip)
     a = (vector & 0xFF) * 4
-    regs[IP] = rw(regs, mem, pf, xf, ctl, eff, 0, a)
-    regs[CS] = rw(regs, mem, pf, xf, ctl, eff, 0, a + 2)
+    regs[IP] = rw_c(regs, mem, pf, xf, ctl, eff, 0, a)
+    regs[CS] = rw_c(regs, mem, pf, xf, ctl, eff, 0, a + 2)
     ctl[C_HALTED] = 0
     return 51
 
@@ -416,9 +433,9 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
 def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
     """D0-D3: rotates and shifts by 1 or CL (count not masked on the 8088)."""
     w = op & 1
-    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
-    v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+    v = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
     if op & 2:
         count = np.int64(r8[2])
         cyc = 8 + 4 * count if sb < 0 else 20 + eac + 4 * count + 8 * w
@@ -486,7 +503,7 @@ def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
             # the operand to itself, so AF is the carry out of bit 3
             fl |= F_AF
     regs[FLAGS] = fl
-    set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v)
+    set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v)
     regs[IP] = ip
     return cyc
 
@@ -498,9 +515,9 @@ def op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, start_ip):
     Returns cycles; a divide error enters INT 0 with the address after the
     instruction (as the 8088 does)."""
     w = op & 1
-    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
-    v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+    v = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
     fl = np.int64(regs[FLAGS])
     memop = sb >= 0
     if kind <= 1:      # TEST r/m, imm
@@ -510,18 +527,18 @@ def op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, start_ip):
         else:
             imm = np.int64(mem[(csb + ip) & M20])
             ip = (ip + 1) & 0xFFFF
-        r, fl = alu(4, v, imm, fl, w)
+        r, fl = alu_c(4, v, imm, fl, w)
         regs[FLAGS] = fl
         regs[IP] = ip
         return 11 + eac if memop else 5
     if kind == 2:      # NOT
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, ~v)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, ~v)
         regs[IP] = ip
         return 16 + eac + 8 * w if memop else 3
     if kind == 3:      # NEG
-        r, fl = alu(5, 0, v, fl, w)
+        r, fl = alu_c(5, 0, v, fl, w)
         regs[FLAGS] = fl
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
         regs[IP] = ip
         return 16 + eac + 8 * w if memop else 3
     f1 = 1 if rep != 0 else 0     # the REP prefix sets the microcode's F1 flag
@@ -868,9 +885,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         seg = 8 + ((op >> 3) & 3)
         regs[IP] = ip
         if op & 1:     # POP seg (0F = POP CS on the 8088)
-            regs[seg] = pop(regs, mem, pf, xf, ctl, eff)
+            regs[seg] = pop_c(regs, mem, pf, xf, ctl, eff)
             return 12, ST_INHIBIT
-        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[seg]))
+        push_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[seg]))
         return 14, ST_OK
     if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
         regs[FLAGS] = op_bcd(regs, r8, op, fl)
@@ -878,30 +895,30 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         return (4 if op < 0x30 else 8), ST_OK
     if op == 0x84 or op == 0x85:   # TEST r/m, reg
         w = op & 1
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-        a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        a = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
         b = get_reg(regs, r8, (m >> 3) & 7, w)
-        r, fl = alu(4, a, b, fl, w)
+        r, fl = alu_c(4, a, b, fl, w)
         regs[FLAGS] = fl
         regs[IP] = ip
         return (3 if sb < 0 else 9 + eac + 4 * w), ST_OK
     if op == 0x86 or op == 0x87:   # XCHG r/m, reg
         w = op & 1
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         reg = (m >> 3) & 7
-        a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        a = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
         b = get_reg(regs, r8, reg, w)
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, b)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, b)
         set_reg(regs, r8, reg, w, a)
         regs[IP] = ip
         return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
     if op == 0x8C:                 # MOV r/m, sreg
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1, np.int64(regs[8 + ((m >> 3) & 3)]))
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1, np.int64(regs[8 + ((m >> 3) & 3)]))
         regs[IP] = ip
         return (2 if sb < 0 else 13 + eac), ST_OK
     if op == 0x8D:                 # LEA
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if sb >= 0:
             regs[(m >> 3) & 7] = off
         else:
@@ -912,18 +929,18 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         regs[IP] = ip
         return 2 + eac, ST_OK
     if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-        regs[8 + ((m >> 3) & 3)] = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        regs[8 + ((m >> 3) & 3)] = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
         regs[IP] = ip
         return (2 if sb < 0 else 12 + eac), ST_INHIBIT
     if op == 0x8F:                 # POP r/m (reg field ignored)
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-        v = pop(regs, mem, pf, xf, ctl, eff)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        v = pop_c(regs, mem, pf, xf, ctl, eff)
         if sb < 0:
             regs[off] = v
         else:
             # the EA was computed before SP moved, as the 8088 does
-            ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
+            ww_c(regs, mem, pf, xf, ctl, eff, sb, off, v)
         regs[IP] = ip
         return (12 if sb < 0 else 25 + eac), ST_OK
     if op >= 0x91 and op <= 0x97:  # XCHG AX, reg
@@ -945,8 +962,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         noff = fetch16(mem, csb, ip)
         nseg = fetch16(mem, csb, ip + 2)
         ip = (ip + 4) & 0xFFFF
-        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
-        push(regs, mem, pf, xf, ctl, eff, ip)
+        push_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+        push_c(regs, mem, pf, xf, ctl, eff, ip)
         regs[CS] = nseg
         regs[IP] = noff
         return 36, ST_OK
@@ -954,11 +971,11 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         regs[IP] = ip
         return 4, ST_OK
     if op == 0x9C:                 # PUSHF
-        push(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
+        push_c(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
         regs[IP] = ip
         return 14, ST_OK
     if op == 0x9D:                 # POPF
-        v = pop(regs, mem, pf, xf, ctl, eff)
+        v = pop_c(regs, mem, pf, xf, ctl, eff)
         regs[FLAGS] = (v & 0x0FD5) | 0xF002
         regs[IP] = ip
         return 12, ST_OK
@@ -977,12 +994,12 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
         if op < 0xA2:
             if w:
-                regs[AX] = rw(regs, mem, pf, xf, ctl, eff, sb, off)
+                regs[AX] = rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
             else:
                 r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
         else:
             if w:
-                ww(regs, mem, pf, xf, ctl, eff, sb, off, np.int64(regs[AX]))
+                ww_c(regs, mem, pf, xf, ctl, eff, sb, off, np.int64(regs[AX]))
             else:
                 wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, np.int64(r8[0]))
         regs[IP] = ip
@@ -992,11 +1009,11 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         if w:
             imm = fetch16(mem, csb, ip)
             ip = (ip + 2) & 0xFFFF
-            r, fl = alu(4, np.int64(regs[AX]), imm, fl, 1)
+            r, fl = alu_c(4, np.int64(regs[AX]), imm, fl, 1)
         else:
             imm = np.int64(mem[(csb + ip) & M20])
             ip = (ip + 1) & 0xFFFF
-            r, fl = alu(4, np.int64(r8[0]), imm, fl, 0)
+            r, fl = alu_c(4, np.int64(r8[0]), imm, fl, 0)
         regs[FLAGS] = fl
         regs[IP] = ip
         return 4, ST_OK
@@ -1005,31 +1022,31 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
             n = 0
         else:
             n = fetch16(mem, csb, ip)
-        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[IP] = pop_c(regs, mem, pf, xf, ctl, eff)
         regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
         return (20 if op & 1 else 24), ST_OK
     if op == 0xC4 or op == 0xC5:   # LES / LDS
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if sb < 0:
             # register form (undefined): reads from the segment base with the
             # register number as offset; approximate with DS:reg
             sb = np.int64(regs[DS]) << 4 if sov < 0 else sov
-        v = rw(regs, mem, pf, xf, ctl, eff, sb, off)
-        s = rw(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
+        v = rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
+        s = rw_c(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
         regs[(m >> 3) & 7] = v
         regs[ES if op == 0xC4 else DS] = s
         regs[IP] = ip
         return 24 + eac, ST_OK
     if op == 0xC6 or op == 0xC7:   # MOV r/m, imm (reg field ignored)
         w = op & 1
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if w:
             imm = fetch16(mem, csb, ip)
             ip = (ip + 2) & 0xFFFF
         else:
             imm = np.int64(mem[(csb + ip) & M20])
             ip = (ip + 1) & 0xFFFF
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, imm)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, imm)
         regs[IP] = ip
         return (4 if sb < 0 else 10 + eac + 4 * w), ST_OK
     if op >= 0xC8 and op <= 0xCB:  # RETF (C8/C9 alias CA/CB)
@@ -1037,8 +1054,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
             n = 0
         else:
             n = fetch16(mem, csb, ip)
-        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[IP] = pop_c(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop_c(regs, mem, pf, xf, ctl, eff)
         regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
         return (34 if op & 1 else 33), ST_OK
     if op == 0xCC:                 # INT 3
@@ -1053,9 +1070,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         regs[IP] = ip
         return 4, ST_OK
     if op == 0xCF:                 # IRET
-        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[FLAGS] = (pop(regs, mem, pf, xf, ctl, eff) & 0x0FD5) | 0xF002
+        regs[IP] = pop_c(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop_c(regs, mem, pf, xf, ctl, eff)
+        regs[FLAGS] = (pop_c(regs, mem, pf, xf, ctl, eff) & 0x0FD5) | 0xF002
         return 44, ST_OK
     if op >= 0xD0 and op <= 0xD3:
         return op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov), ST_OK
@@ -1075,7 +1092,7 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         base = np.int64(mem[(csb + ip) & M20])
         ip = (ip + 1) & 0xFFFF
         t = np.int64(r8[1]) * base
-        r, fl = alu(0, np.int64(r8[0]), t & 0xFF, fl, 0)
+        r, fl = alu_c(0, np.int64(r8[0]), t & 0xFF, fl, 0)
         regs[AX] = r
         regs[FLAGS] = fl
         regs[IP] = ip
@@ -1090,9 +1107,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         regs[IP] = ip
         return 11, ST_OK
     if op >= 0xD8 and op <= 0xDF:  # ESC: no coprocessor, but the operand is read
-        m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if sb >= 0:
-            rw(regs, mem, pf, xf, ctl, eff, sb, off)
+            rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
         regs[IP] = ip
         return (2 if sb < 0 else 8 + eac), ST_OK
     if op >= 0xE0 and op <= 0xE3:  # LOOPNE LOOPE LOOP JCXZ
@@ -1160,7 +1177,7 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
     if op == 0xE8:                 # CALL near
         d = fetch16(mem, csb, ip)
         ip = (ip + 2) & 0xFFFF
-        push(regs, mem, pf, xf, ctl, eff, ip)
+        push_c(regs, mem, pf, xf, ctl, eff, ip)
         regs[IP] = (ip + d) & 0xFFFF
         return 23, ST_OK
     if op == 0xE9:                 # JMP near
@@ -1211,22 +1228,22 @@ def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
     upper half on the 8088... we follow the word form with the byte operand
     zero-extended, which keeps the machine consistent."""
     w = op & 1
-    m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
+    m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
     fl = np.int64(regs[FLAGS])
     if kind <= 1:
-        v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        v = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
         r, fl = incdec(v, kind, fl, w)
-        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
         regs[FLAGS] = fl
         regs[IP] = ip
         return (3 if sb < 0 else 15 + eac + 8 * w), ST_OK
     if kind == 2 or kind == 4 or kind == 6 or kind == 7:
-        v = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        v = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
         if not w:
             v |= 0xFF00
         if kind == 2:      # CALL near indirect
-            push(regs, mem, pf, xf, ctl, eff, ip)
+            push_c(regs, mem, pf, xf, ctl, eff, ip)
             regs[IP] = v
             return (20 if sb < 0 else 29 + eac), ST_OK
         if kind == 4:      # JMP near indirect
@@ -1236,20 +1253,20 @@ def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         if sb < 0 and off == SP and w:
             sp = (np.int64(regs[SP]) - 2) & 0xFFFF
             regs[SP] = sp
-            ww(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, sp)
+            ww_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[SS]) << 4, sp, sp)
         else:
-            push(regs, mem, pf, xf, ctl, eff, v)
+            push_c(regs, mem, pf, xf, ctl, eff, v)
         regs[IP] = ip
         return (15 if sb < 0 else 24 + eac), ST_OK
     # CALL far / JMP far indirect (kind 3, 5).  A register operand is undefined:
     # the 8088 reads from its last internal address; we use DS:reg-number.
     if sb < 0:
         sb = np.int64(regs[DS]) << 4 if sov < 0 else sov
-    noff = rw(regs, mem, pf, xf, ctl, eff, sb, off)
-    nseg = rw(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
+    noff = rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
+    nseg = rw_c(regs, mem, pf, xf, ctl, eff, sb, (off + 2) & 0xFFFF)
     if kind == 3:
-        push(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
-        push(regs, mem, pf, xf, ctl, eff, ip)
+        push_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[CS]))
+        push_c(regs, mem, pf, xf, ctl, eff, ip)
         regs[CS] = nseg
         regs[IP] = noff
         return 53 + eac, ST_OK
@@ -1391,7 +1408,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk):
             regs[r] = v
             regs[FLAGS] = fl
             regs[IP] = ip
-            cyc += 3
+            cyc += 2
         elif op >= 0x50 and op < 0x60:       # PUSH/POP reg16
             r = op & 7
             regs[IP] = ip

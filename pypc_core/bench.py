@@ -1,0 +1,248 @@
+"""Benchmarks that print their figures.
+
+    python -m pypc_core.bench cpu      # the standard ALU/memory loop
+    python -m pypc_core.bench system   # the whole XT (needs the platform)
+
+The last line printed is one JSON object with the figures.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REAL_8088_MHZ = 4.77
+CODE_SEG = 0x1000
+DATA_SEG = 0x2000
+
+
+def standard_loop_code(outer, inner):
+    """The standard workload of shared/bench/README.md, as bytes at 1000:0100."""
+    return bytes([
+        0xBB, 0x10, 0x00,
+        0xBA, 0x34, 0x12,
+        0xBD, outer & 0xFF, outer >> 8,
+        0xB9, inner & 0xFF, inner >> 8,
+        0xBE, 0x00, 0x02,
+        0x8B, 0x04,
+        0x01, 0xD0,
+        0x35, 0x5A, 0x5A,
+        0x89, 0x40, 0x02,
+        0x2A, 0x54, 0x01,
+        0x88, 0x94, 0x00, 0x01,
+        0x46,
+        0x81, 0xFE, 0x00, 0x03,
+        0x75, 0x03,
+        0xBE, 0x00, 0x02,
+        0xE2, 0xE3,
+        0x4D,
+        0x75, 0xDA,
+        0xF4,
+    ])
+
+
+def standard_loop_data():
+    return bytes(((i * 7 + 3) ^ (i >> 3)) & 0xFF for i in range(0x300))
+
+
+def expected_instructions(outer, inner):
+    return 3 + outer * (4 + 10 * inner + inner // 256)
+
+
+def load_standard_loop(cpu, outer, inner):
+    from .cpu import state as S
+    cpu.mem[:] = 0
+    code = standard_loop_code(outer, inner)
+    base = (CODE_SEG << 4) + 0x100
+    cpu.mem[base:base + len(code)] = np.frombuffer(code, dtype=np.uint8)
+    data = (DATA_SEG << 4) + 0x200
+    cpu.mem[data:data + 0x300] = np.frombuffer(standard_loop_data(), dtype=np.uint8)
+    cpu.regs[:] = 0
+    cpu.regs[S.CS] = CODE_SEG
+    cpu.regs[S.IP] = 0x100
+    cpu.regs[S.DS] = cpu.regs[S.SS] = cpu.regs[S.ES] = DATA_SEG
+    cpu.regs[S.SP] = 0xFFFE
+    cpu.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
+    cpu.ctl[:] = 0
+    cpu.ctl[S.C_SEG_OVERRIDE] = -1
+
+
+def run_standard_loop(cpu, outer, inner):
+    """Runs to the HLT; returns (seconds, instructions, cycles)."""
+    from .cpu import state as S
+    load_standard_loop(cpu, outer, inner)
+    t0 = time.perf_counter()
+    reason = cpu.run(1 << 62)
+    dt = time.perf_counter() - t0
+    if reason != S.EXIT_HALT:
+        raise RuntimeError(f"standard loop stopped with exit {S.EXIT_NAMES.get(reason)}")
+    return dt, cpu.instructions, cpu.cycles
+
+
+def _best_of(n, fn):
+    best = None
+    for _ in range(n):
+        r = fn()
+        if best is None or r[0] < best[0]:
+            best = r
+    return best
+
+
+def measure_exit_cost(cpu, iterations=200_000):
+    """µs per exit to a Python port handler: a guest loop doing OUT to a
+    Python-claimed port, versus the same loop to an unclaimed port."""
+    from .cpu import state as S
+
+    def program(port):
+        # mov cx, N ; l: out dx, al ; loop l ; hlt   (N <= 65535, repeated)
+        return bytes([0xBA, port & 0xFF, port >> 8, 0xB9, 0xFF, 0xFF,
+                      0xEE, 0xE2, 0xFD, 0xF4])
+
+    def run(port, handler):
+        cpu.mem[:] = 0
+        code = program(port)
+        cpu.mem[0x10100:0x10100 + len(code)] = np.frombuffer(code, dtype=np.uint8)
+        cpu.regs[:] = 0
+        cpu.regs[S.CS] = 0x1000
+        cpu.regs[S.IP] = 0x100
+        cpu.regs[S.SS] = 0x2000
+        cpu.regs[S.SP] = 0xFFFE
+        cpu.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
+        cpu.ctl[:] = 0
+        exits = 0
+        t0 = time.perf_counter()
+        while True:
+            reason = cpu.run(1 << 62)
+            if reason == S.EXIT_IO_OUT:
+                handler(int(cpu.ctl[S.C_EXIT_PORT]), int(cpu.ctl[S.C_EXIT_VALUE]))
+                exits += 1
+                continue
+            break
+        return time.perf_counter() - t0, exits
+
+    sink = []
+    cpu.port_kind[:] = 0
+    cpu.port_kind[0x3F8] = 1
+    run(0x3F8, lambda p, v: sink.append(v))     # warm
+    sink.clear()
+    t_exit, exits = min(run(0x3F8, lambda p, v: sink.append(v)) for _ in range(3))
+    t_base, _ = min(run(0x300, None) for _ in range(3))
+    cpu.port_kind[:] = 0
+    return (t_exit - t_base) / max(exits, 1) * 1e6, exits
+
+
+def measure_start(cache_dir):
+    """Seconds from process start until the first guest instruction ran."""
+    code = (
+        "import time; t0=time.perf_counter()\n"
+        "from pypc_core.cpu import Cpu\n"
+        "c=Cpu(); c.step()\n"
+        "print(time.perf_counter()-t0)\n"
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    wall = time.perf_counter() - t0
+    return wall, float(out.stdout.strip().splitlines()[-1])
+
+
+def unicorn_loop(outer, inner):
+    """Same loop in unicorn (QEMU's JIT) if installed; returns MIPS or None."""
+    try:
+        import unicorn
+        from unicorn import x86_const as X
+    except ImportError:
+        return None
+    uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_16)
+    uc.mem_map(0, 0x100000)
+    code = standard_loop_code(outer, inner)
+    uc.mem_write((CODE_SEG << 4) + 0x100, code)
+    uc.mem_write((DATA_SEG << 4) + 0x200, standard_loop_data())
+    uc.reg_write(X.UC_X86_REG_CS, CODE_SEG)
+    for reg in (X.UC_X86_REG_DS, X.UC_X86_REG_SS, X.UC_X86_REG_ES):
+        uc.reg_write(reg, DATA_SEG)
+    uc.reg_write(X.UC_X86_REG_SP, 0xFFFE)
+    start = (CODE_SEG << 4) + 0x100
+    end = start + len(code) - 1        # stop at the HLT
+    uc.reg_write(X.UC_X86_REG_IP, 0x100)
+    t0 = time.perf_counter()
+    uc.emu_start(start, end)
+    dt = time.perf_counter() - t0
+    return expected_instructions(outer, inner) / dt / 1e6
+
+
+def bench_cpu(outer=40, inner=50000):
+    from .cpu import Cpu
+    from .cpu import state as S
+
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="pypc-numba-cache-") as cache:
+        cold_wall, cold_inner = measure_start(cache)
+        warm_wall, warm_inner = measure_start(cache)
+    print(f"cold compile (empty numba cache, fresh process): {cold_wall:.2f} s "
+          f"({cold_inner:.2f} s after interpreter start)")
+    print(f"warm start (cache hit, fresh process, to first instruction): {warm_wall:.2f} s "
+          f"({warm_inner:.2f} s after interpreter start)")
+    figures["cold_compile_s"] = round(cold_wall, 3)
+    figures["warm_start_s"] = round(warm_wall, 3)
+
+    cpu = Cpu()
+    run_standard_loop(cpu, 2, 1000)     # warm up (compile in this process)
+    dt, insns, cycles = _best_of(3, lambda: run_standard_loop(cpu, outer, inner))
+    want = expected_instructions(outer, inner)
+    if insns != want + 1:   # the HLT counts as an instruction here
+        raise RuntimeError(f"instruction count {insns} != expected {want} + HLT")
+    mips = want / dt / 1e6
+    mhz = cycles / dt / 1e6
+    print(f"standard loop OUTER={outer} INNER={inner}: {want:,} instructions + HLT, "
+          f"{cycles:,} emulated cycles (documented 8088 timings: 245,938,162)")
+    print(f"  {dt:.3f} s  ->  {mips:.1f} MIPS, {mhz:.1f} emulated MHz, "
+          f"{mhz / REAL_8088_MHZ:.0f}x a real 4.77 MHz 8088")
+    figures.update(mips=round(mips, 2), emulated_mhz=round(mhz, 2),
+                   x_real_8088=round(mhz / REAL_8088_MHZ, 1))
+
+    # one execution breakpoint armed (never hit: the cost of having it armed)
+    cpu.xflags[0xF0000] |= S.XF_BREAKPOINT
+    dt_bp, _, _ = _best_of(3, lambda: run_standard_loop(cpu, outer, inner))
+    cpu.xflags[0xF0000] &= ~np.uint8(S.XF_BREAKPOINT)
+    slowdown = dt_bp / dt
+    print(f"one execution breakpoint armed: {dt_bp:.3f} s ({(slowdown - 1) * 100:+.1f} %)")
+    figures["breakpoint_slowdown"] = round(slowdown, 3)
+
+    exit_us, exits = measure_exit_cost(cpu)
+    print(f"exit to a Python port handler: {exit_us:.2f} µs per exit ({exits:,} exits)")
+    figures["exit_us"] = round(exit_us, 3)
+
+    uc_mips = unicorn_loop(outer, inner)
+    if uc_mips is not None:
+        print(f"unicorn (QEMU JIT) same loop, same process: {uc_mips:.1f} MIPS "
+              f"-> pypc is {mips / uc_mips:.2f}x unicorn")
+        figures["unicorn_mips"] = round(uc_mips, 2)
+        figures["x_unicorn"] = round(mips / uc_mips, 3)
+    else:
+        print("unicorn not installed (pip install unicorn): skipped")
+    print(json.dumps(figures))
+    return figures
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    what = argv[0] if argv else "cpu"
+    if what == "cpu":
+        bench_cpu()
+        return 0
+    if what == "system":
+        from .system_bench import bench_system
+        bench_system()
+        return 0
+    print(f"unknown benchmark {what!r}: choose cpu or system", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
