@@ -1,0 +1,252 @@
+"""The ``pypc`` command.
+
+* ``pypc --version``
+* ``pypc plugins [--json]``   -- discovered plugins, what they claim, their hooks
+* ``pypc run [options] [PROGRAM]`` -- build and run a machine (the default
+  subcommand: ``pypc --plugins vga`` means ``pypc run --plugins vga``)
+
+User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
+shows the traceback instead); ``pypc run`` hands its parsed options, with
+``args.plugin_manager`` (plugins selected and registered), to
+``pypc_core.launcher.run(args)``.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+from .errors import PypcError
+
+SUBCOMMANDS = ("run", "plugins")
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (plus a hint) and exit 2."""
+
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        sys.exit(EXIT_USAGE)
+
+
+def version():
+    try:
+        import importlib.metadata
+        return importlib.metadata.version("pypc")
+    except Exception:       # running from a source tree that is not installed
+        from . import __version__
+        return __version__
+
+
+# -- argument parsers ----------------------------------------------------------
+
+def _option_rom(text):
+    """``FILE@SEGMENT`` (segment in hex, e.g. ``xtide.bin@C800``)."""
+    path, sep, seg = text.rpartition("@")
+    if not sep or not path or not seg:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not FILE@SEGMENT (e.g. xtide.bin@C800)")
+    try:
+        segment = int(seg.removesuffix("h").removesuffix("H"), 16)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: segment {seg!r} is not a hexadecimal number") from None
+    if not 0 <= segment <= 0xFFFF:
+        raise argparse.ArgumentTypeError(f"{text!r}: segment {seg!r} is out of range")
+    return path, segment
+
+
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
+def _geometry(text):
+    """``C,H,S`` (cylinders, heads, sectors per track)."""
+    try:
+        c, h, s = (int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not C,H,S (e.g. 615,4,17)") from None
+    return c, h, s
+
+
+def add_run_arguments(parser):
+    """The options of ``pypc run`` (plugin options are added later)."""
+    parser.add_argument(
+        "program", nargs="?", metavar="PROGRAM",
+        help="a .COM/.EXE to run with the built-in DOS (instead of booting a disk)")
+    parser.add_argument(
+        "--plugins", default="cga", metavar="A,B",
+        help="device plugins to plug in, comma-separated (default: %(default)s; "
+             "'pypc plugins' lists them)")
+    g = parser.add_argument_group("speed and display")
+    g.add_argument("--headless", action="store_true",
+                   help="no window: the screen is only read through RPC, "
+                        "--until-text and --screenshot")
+    g.add_argument("--turbo", action="store_true",
+                   help="run as fast as possible (no real-time pacing)")
+    g.add_argument("--speed", type=_positive_float, metavar="X",
+                   help="run at X times the speed of a real 4.77 MHz XT")
+    g = parser.add_argument_group("disks and firmware")
+    g.add_argument("--floppy", metavar="IMAGE", help="floppy image for drive A:")
+    g.add_argument("--floppy-b", metavar="IMAGE", help="floppy image for drive B:")
+    g.add_argument("--hdd", metavar="IMAGE", help="hard-disk image (drive C:)")
+    g.add_argument("--hdd-geometry", type=_geometry, metavar="C,H,S",
+                   help="hard-disk geometry (default: guessed from the image size)")
+    g.add_argument("--readonly", action="store_true",
+                   help="never write to the disk images")
+    g.add_argument("--cow", action="store_true",
+                   help="copy-on-write: writes go to memory, images stay unchanged")
+    g.add_argument("--bios", metavar="FILE",
+                   help="run this XT BIOS ROM instead of the built-in BIOS")
+    g.add_argument("--option-rom", type=_option_rom, action="append", default=[],
+                   metavar="FILE@SEGMENT",
+                   help="map an option ROM at a segment (hex); repeatable")
+    g = parser.add_argument_group("scripting")
+    g.add_argument("--type", metavar="TEXT",
+                   help="type TEXT on the keyboard once the machine runs "
+                        r"(\n for Enter)")
+    g.add_argument("--until-text", metavar="TEXT",
+                   help="stop (exit 0) as soon as TEXT appears on the screen")
+    g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+                   help="stop (exit 1) after SECONDS of emulated time")
+    g.add_argument("--screenshot", metavar="PNG",
+                   help="save a screenshot to PNG when the run stops")
+    return parser
+
+
+def build_parser():
+    parser = _Parser(
+        prog="pypc",
+        description="An IBM PC/XT (8088) emulator. Without a subcommand, 'run' is assumed.")
+    parser.add_argument("--version", action="version", version=f"pypc {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    run = sub.add_parser("run", help="build and run a machine (default)",
+                         description="Build an XT with the selected device plugins and run it.")
+    add_run_arguments(run)
+    plugins = sub.add_parser("plugins", help="list discovered plugins",
+                             description="List the plugins found through entry points "
+                                         "(groups pypc.devices and pypc.rpc_methods).")
+    plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    return parser, run
+
+
+def _normalise_argv(argv):
+    """Insert the default subcommand ``run`` unless one is given."""
+    if not argv:
+        return ["run"]
+    first = argv[0]
+    if first in SUBCOMMANDS or first in ("-h", "--help", "--version"):
+        return argv
+    return ["run"] + argv
+
+
+# -- subcommands -----------------------------------------------------------------
+
+def cmd_plugins(args):
+    from .plugins import PluginManager
+    infos = PluginManager().describe()
+    if args.json:
+        print(json.dumps([i.as_dict() for i in infos], indent=2))
+    else:
+        _print_plugin_table(infos)
+    failed = [i for i in infos if i.error]
+    for info in failed:
+        sys.stderr.write(f"pypc plugins: {info.group}:{info.name}: {info.error}\n")
+    return 1 if failed else 0
+
+
+def _print_plugin_table(infos):
+    from rich import box
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="pypc plugins", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                  pad_edge=False)
+    for column in ("name", "version", "distribution", "group"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("claims", overflow="fold")
+    table.add_column("hooks", overflow="fold")
+    for info in infos:
+        claims = "\n".join(part for d in info.declarations
+                           for part in (d.describe() or "-").split("; "))
+        if info.error:
+            claims = f"[red]error: {escape(info.error)}[/red]"
+        hooks = "\n".join(h.removeprefix("pypc_") for h in info.hooks)
+        table.add_row(info.name, info.version, info.distribution,
+                      info.group, claims or "-", hooks or "-")
+    console = Console()
+    if not infos:
+        console.print("no plugins found (entry-point groups pypc.devices, pypc.rpc_methods)")
+        return
+    console.print(table)
+
+
+def cmd_run(argv, run_parser):
+    """``pypc run``: select the plugins named by ``--plugins`` first, let them
+    add their options, then parse the whole command line and hand over to
+    the launcher (``args.plugin_manager`` is the ready PluginManager)."""
+    from .plugins import PluginManager
+    # First pass: check the core options (plugin options are still unknown).
+    first = add_run_arguments(_Parser(prog=run_parser.prog, add_help=False))
+    known, _ = first.parse_known_args(argv[1:])
+    pm = PluginManager()
+    pm.select(known.plugins)
+    pm.register_rpc_methods()
+    pm.add_cli_options(run_parser.add_argument_group("plugin options"))
+    args = run_parser.parse_args(argv[1:])
+    args.command = "run"
+    args.plugin_manager = pm
+    try:
+        launcher = importlib.import_module(f"{__package__}.launcher")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__package__}.launcher":
+            raise
+        raise PypcError("'pypc run' is not available yet: pypc_core.launcher "
+                        "is missing from this installation") from None
+    result = launcher.run(args)
+    return result if isinstance(result, int) else 0
+
+
+def main(argv=None):
+    argv = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
+    parser, run_parser = build_parser()
+    try:
+        if argv[0] == "run":
+            return cmd_run(argv, run_parser)
+        args = parser.parse_args(argv)      # --help / --version exit here
+        return cmd_plugins(args)
+    except KeyboardInterrupt:
+        sys.stderr.write("pypc: interrupted\n")
+        return 130
+    except Exception as exc:
+        if not _is_user_error(exc) or os.environ.get("PYPC_DEBUG"):
+            raise
+        sys.stderr.write(f"pypc: error: {_one_line(exc)}\n")
+        return EXIT_USAGE
+
+
+def _is_user_error(exc):
+    from .bus.memory import MemoryMapError
+    from .bus.ports import PortConflictError
+    return isinstance(exc, (PypcError, PortConflictError, MemoryMapError, OSError))
+
+
+def _one_line(exc):
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}"
+    return " ".join(text.split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

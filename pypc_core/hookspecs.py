@@ -1,0 +1,143 @@
+"""Hook specifications: every ``pypc_*`` hook a plugin can implement.
+
+Modelled on pytest's ``hookspec.py``.  A plugin is a module (found through an
+entry point, see ``pypc_core.plugins`` and ``docs/plugins.md``) whose
+functions carry the ``@hookimpl`` marker and are named after a hook below::
+
+    from pypc_core import hookimpl
+
+    @hookimpl
+    def pypc_device_declare():
+        return DeviceDeclaration(name="mydev", ports=[0x300])
+
+Naming: ``pypc_<phase>_<verb>``.  The phases, in the order they happen:
+
+* ``device`` -- what a device plugin claims, and building its device;
+* ``cli``    -- command-line options;
+* ``machine`` -- machine life-cycle notifications;
+* ``rpc``    -- JSON-RPC method groups.
+
+Hooks wire things up.  None of them runs per instruction or per port access:
+port and memory traffic goes straight to the handlers a device registered on
+the bus in ``Device.attach``.
+
+An implementation may accept any subset of a hook's arguments, by name (this
+is how new arguments can be added to a hook without breaking plugins).
+"""
+
+import pluggy
+
+PROJECT_NAME = "pypc"
+
+hookspec = pluggy.HookspecMarker(PROJECT_NAME)
+hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
+
+
+# -------------------------------------------------------------------------
+# device: declaring and building devices (group ``pypc.devices``)
+# -------------------------------------------------------------------------
+
+
+@hookspec
+def pypc_device_declare():
+    """Describe the device(s) this plugin provides, without building them.
+
+    Called by ``pypc plugins`` (to show what each plugin claims) and by the
+    machine before it builds anything (to find conflicts early).  It must be
+    cheap and side-effect free: no machine exists yet.
+
+    :return: a :class:`pypc_core.device.DeviceDeclaration` (ports, IRQs, DMA
+        channels, memory windows, capabilities), or a list of them if the
+        plugin provides several devices (e.g. two serial ports).
+    """
+
+
+@hookspec
+def pypc_device_create(machine):
+    """Build this plugin's device(s) for ``machine``.
+
+    Called once per machine, for selected device plugins only, after the
+    bus, the CPU and the chipset exist and before any guest code runs.  The
+    plugin only *constructs* the device; the machine then calls
+    ``device.attach(machine)``, in which the device claims its ports
+    (``machine.ports.claim``) and memory (``machine.memory.map_device``) and
+    keeps the handles it needs (``machine.pic``, ``machine.clock``).  Claims
+    that collide with another device are a start-up error naming both.
+
+    Plugin options from :func:`pypc_cli_add_options` are on
+    ``machine.options`` (an ``argparse.Namespace``-like object).
+
+    :param machine: the ``pypc_core.Machine`` being built.
+    :return: a :class:`pypc_core.device.Device` instance, or a list of them.
+        ``None`` means "nothing to add" (e.g. disabled by an option).
+    """
+
+
+# -------------------------------------------------------------------------
+# cli: command-line options
+# -------------------------------------------------------------------------
+
+
+@hookspec
+def pypc_cli_add_options(parser):
+    """Add command-line options for this plugin to ``pypc run``.
+
+    Called while the command line is parsed, for the device plugins selected
+    with ``--plugins`` (and every RPC method group), before the final parse:
+    ``pypc run --plugins myplug --help`` shows them.  Use a prefix unique to
+    the plugin (``--myplug-base``) so options never collide.
+
+    :param parser: an ``argparse`` argument group (``add_argument`` works).
+    :return: nothing.
+    """
+
+
+# -------------------------------------------------------------------------
+# machine: life-cycle notifications
+# -------------------------------------------------------------------------
+
+
+@hookspec
+def pypc_machine_ready(machine):
+    """The machine is fully built: every device is attached and reset,
+    firmware and disks are loaded, and no guest instruction has run yet.
+
+    A place for plugins to look at the assembled machine (e.g. to start a
+    viewer).  Must not run the CPU.
+
+    :param machine: the ``pypc_core.Machine``.
+    :return: nothing.
+    """
+
+
+@hookspec
+def pypc_machine_shutdown(machine):
+    """The machine is being torn down (normal exit, error or Ctrl-C).
+
+    Release host resources (files, sockets, threads) here.  Called at most
+    once per machine, after the CPU has stopped.
+
+    :param machine: the ``pypc_core.Machine``.
+    :return: nothing.
+    """
+
+
+# -------------------------------------------------------------------------
+# rpc: JSON-RPC method groups (group ``pypc.rpc_methods``)
+# -------------------------------------------------------------------------
+
+
+@hookspec
+def pypc_rpc_methods():
+    """Return the JSON-RPC methods this method group provides.
+
+    Called once when the RPC server starts (every plugin of the
+    ``pypc.rpc_methods`` group is registered; so are device plugins that
+    implement this hook, for device-specific methods).  The methods are thin
+    adapters over the ``Machine`` API: the dispatcher validates params
+    against ``schemas/<method>.json`` before calling, runs the call on the
+    machine thread at an instruction boundary, and validates the result.
+
+    :return: a dict ``{"group.method": callable}``.  Two plugins returning
+        the same method name is a start-up error naming both.
+    """
