@@ -393,17 +393,22 @@ def fetch16(mem, csb, ip):
     return np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ((ip + 1) & 0xFFFF)) & M20]) << 8)
 
 
+def _py(dispatcher):
+    # the Python function behind a dispatcher (itself under NUMBA_DISABLE_JIT=1)
+    return getattr(dispatcher, "py_func", dispatcher)
+
+
 # Out-of-line twins of the bigger helpers for the cold opcode families: they
 # have many call sites, and inlining all of them doubles the cold compile time
 # for no measurable speed.
-modrm_c = njit(**JIT)(modrm.py_func)
-get_rm_c = njit(**JIT)(get_rm.py_func)
-set_rm_c = njit(**JIT)(set_rm.py_func)
-alu_c = njit(**JIT)(alu.py_func)
-push_c = njit(**JIT)(push.py_func)
-pop_c = njit(**JIT)(pop.py_func)
-rw_c = njit(**JIT)(rw.py_func)
-ww_c = njit(**JIT)(ww.py_func)
+modrm_c = njit(**JIT)(_py(modrm))
+get_rm_c = njit(**JIT)(_py(get_rm))
+set_rm_c = njit(**JIT)(_py(set_rm))
+alu_c = njit(**JIT)(_py(alu))
+push_c = njit(**JIT)(_py(push))
+pop_c = njit(**JIT)(_py(pop))
+rw_c = njit(**JIT)(_py(rw))
+ww_c = njit(**JIT)(_py(ww))
 
 
 # ---------------------------------------------------------------------------
