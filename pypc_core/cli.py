@@ -81,9 +81,6 @@ def _geometry(text):
 def add_run_arguments(parser):
     """The options of ``pypc run`` (plugin options are added later)."""
     parser.add_argument(
-        "program", nargs="?", metavar="PROGRAM",
-        help="a .COM/.EXE to run with the built-in DOS (instead of booting a disk)")
-    parser.add_argument(
         "--plugins", default="cga", metavar="A,B",
         help="device plugins to plug in, comma-separated (default: %(default)s; "
              "'pypc plugins' lists them)")
@@ -140,10 +137,19 @@ def build_parser():
 
 
 def _normalise_argv(argv):
-    """Insert the default subcommand ``run`` unless one is given."""
+    """Insert the default subcommand ``run`` unless one is given.
+    ``pypc screenshot PNG [run options]`` is ``pypc run --headless
+    --screenshot PNG`` (3 emulated seconds unless --timeout/--until-text)."""
     if not argv:
         return ["run"]
     first = argv[0]
+    if first == "screenshot":
+        if len(argv) < 2 or argv[1].startswith("-"):
+            raise PypcError("usage: pypc screenshot PNG [run options]")
+        rest = argv[2:]
+        if not any(a.startswith(("--timeout", "--until-text")) for a in rest):
+            rest = rest + ["--timeout", "3"]
+        return ["run", "--headless", "--turbo", "--screenshot", argv[1]] + rest
     if first in SUBCOMMANDS or first in ("-h", "--help", "--version"):
         return argv
     return ["run"] + argv
@@ -218,9 +224,9 @@ def cmd_run(argv, run_parser):
 
 
 def main(argv=None):
-    argv = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
     parser, run_parser = build_parser()
     try:
+        argv = _normalise_argv(list(sys.argv[1:] if argv is None else argv))
         if argv[0] == "run":
             return cmd_run(argv, run_parser)
         args = parser.parse_args(argv)      # --help / --version exit here

@@ -170,6 +170,18 @@ class CGA(Device):
         self.memory.map_device(VRAM_BASE, WINDOW_SIZE, "cga")
         machine.ports.claim("cga", range(PORT_FIRST, PORT_LAST + 1),
                             read=self.port_read, write=self.port_write)
+        self._publish_raster()
+
+    def _publish_raster(self):
+        """Let the CPU answer 3DAh reads itself (guests poll it in tight
+        retrace loops); the timing only changes on a port write."""
+        ports = getattr(self.machine, "ports", None) if self.machine is not None else None
+        if ports is None or not hasattr(ports, "set_raster"):
+            return
+        (epoch, line_dots, _char, hdisp, frame_dots, vdisp, vs0, vs1,
+         extra) = self.status_params()
+        ports.set_raster(PORT_FIRST + 0x0A, epoch, line_dots, hdisp, frame_dots, vdisp,
+                         vs0, vs1, extra, STATUS_BLANK, STATUS_VSYNC)
 
     def reset(self):
         self.crtc = list(CRTC_DEFAULTS_80X25)
@@ -180,6 +192,7 @@ class CGA(Device):
         self.epoch_dots = 0       # dot count at which frame ``epoch_frame`` began
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
+        self._publish_raster()
 
     def _now_dots(self):
         try:
@@ -218,6 +231,7 @@ class CGA(Device):
         elif p == 0x0C:
             self._latch_light_pen()
         # 3DAh, 3DDh-3DFh: writes ignored
+        self._publish_raster()
 
     def crtc_read(self, reg):
         if reg in CRTC_READABLE:
@@ -607,6 +621,7 @@ class CGA(Device):
         self.lp_trigger = bool(state["lp_trigger"])
         self.epoch_dots = int(state["epoch_dots"])
         self.epoch_frame = int(state["epoch_frame"])
+        self._publish_raster()
 
 
 def encode_png(rgb):

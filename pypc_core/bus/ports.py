@@ -1,15 +1,26 @@
 """The I/O port map: which device answers each of the 65,536 ports.
 
 Devices claim ports with read/write handlers.  ``port_kind`` (an
-``np.uint8[65536]`` handed to the jitted core) tells the core whether a port
-is unclaimed (handled inside the JIT: reads 0xFF, writes vanish) or needs an
-exit to Python.  Two devices claiming one port is a start-up error naming both.
+``np.uint8[65536]`` handed to the jitted core) tells the core how to answer:
+
+* unclaimed: inside the JIT (reads FFh, writes vanish);
+* Python: an exit to the device's handler (about half a microsecond);
+* value: the device gave a ``peek`` (a side-effect-free read), so reads are
+  answered inside the JIT from ``port_io`` and only writes exit.  Ports that
+  guests poll (PIC, PPI/keyboard) go this way; the machine calls
+  ``refresh()`` after anything on the Python side may have changed them;
+* raster: a video status port computed from the cycle counter inside the JIT
+  (``set_raster``), so retrace polling never leaves the core.
+
+Two devices claiming one port is a start-up error naming both.
 """
 
 import numpy as np
 
-PORT_UNCLAIMED = 0
-PORT_PYTHON = 1
+from ..cpu.core import PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, RASTER_BASE, PIO_SIZE
+
+PORT_UNCLAIMED = PORT_NONE
+PORT_PYTHON = PORT_PY
 
 
 class PortConflictError(ValueError):
@@ -19,16 +30,22 @@ class PortConflictError(ValueError):
 class PortMap:
     def __init__(self):
         self.port_kind = np.zeros(65536, dtype=np.uint8)
+        self.port_io = np.zeros(PIO_SIZE, dtype=np.int64)
+        self._peek = {}
+        self.dirty = False
         self._owner = {}
         self._read = {}
         self._write = {}
 
-    def claim(self, owner, ports, read=None, write=None):
+    def claim(self, owner, ports, read=None, write=None, peek=None):
         """Claim ``ports`` (an iterable of ints or a range) for ``owner``.
 
         ``read(port) -> int`` and ``write(port, value)`` handle single bytes;
         the bus splits word accesses into two byte accesses (as the 8088's
-        8-bit bus does).
+        8-bit bus does).  ``peek(port) -> int | None`` is an optional
+        side-effect-free read that lets the CPU answer reads itself; it
+        returns None while a read would have side effects (then the read
+        goes to ``read``).
         """
         ports = list(ports)
         for port in ports:
@@ -43,6 +60,38 @@ class PortMap:
             self._read[port] = read
             self._write[port] = write
             self.port_kind[port] = PORT_PYTHON
+            if peek is not None:
+                self._peek[port] = peek
+        if peek is not None:
+            self.refresh()
+
+    def refresh(self):
+        """Re-read every peekable port into ``port_io``."""
+        kind = self.port_kind
+        io = self.port_io
+        for port, peek in self._peek.items():
+            v = peek(port)
+            if v is None:
+                kind[port] = PORT_PY
+            else:
+                kind[port] = PORT_VALUE
+                io[port] = v & 0xFF
+        self.dirty = False
+
+    def set_raster(self, port, epoch_dots, line_dots, hdisp_dots, frame_dots,
+                   vdisp_lines, vsync_start, vsync_end, constant_bits, blank_bit, vsync_bit):
+        """Let the CPU compute reads of ``port`` (a video status register)
+        from the cycle counter: dot = cycle * 3 - epoch_dots, wrapped to a
+        frame; ``blank_bit`` is set outside the displayed area, ``vsync_bit``
+        on lines [vsync_start, vsync_end).  Writes still go to the handler."""
+        if self._owner.get(port) is None:
+            raise PortConflictError(f"port {port:04X}h must be claimed before set_raster")
+        if line_dots <= 0 or frame_dots <= 0:
+            raise ValueError("raster timing needs positive line and frame lengths")
+        self.port_io[RASTER_BASE:RASTER_BASE + 10] = (
+            epoch_dots, line_dots, hdisp_dots, frame_dots, vdisp_lines, vsync_start,
+            vsync_end, constant_bits, blank_bit, vsync_bit)
+        self.port_kind[port] = PORT_RASTER
 
     def owner(self, port):
         return self._owner.get(port & 0xFFFF)
@@ -59,12 +108,14 @@ class PortMap:
         handler = self._read.get(port)
         if handler is None:
             return 0xFF
+        self.dirty = True
         return int(handler(port)) & 0xFF
 
     def write_byte(self, port, value):
         port &= 0xFFFF
         handler = self._write.get(port)
         if handler is not None:
+            self.dirty = True
             handler(port, value & 0xFF)
             return True
         return port in self._owner

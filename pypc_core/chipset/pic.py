@@ -32,7 +32,7 @@ class Pic8259(Device):
     # -- wiring ------------------------------------------------------------
     def attach(self, machine):
         machine.ports.claim(self.name, (self.base_port, self.base_port + 1),
-                            read=self.port_read, write=self.port_write)
+                            read=self.port_read, write=self.port_write, peek=self.peek)
 
     def reset(self):
         self.irr = 0
@@ -145,6 +145,15 @@ class Pic8259(Device):
             self.isr |= bit
 
     # -- ports -------------------------------------------------------------
+    def peek(self, port):
+        """What a read would return, without its side effects; None in poll
+        mode (where a read acknowledges an interrupt)."""
+        if self.poll:
+            return None
+        if port & 1:
+            return self.imr
+        return self.isr if self.read_isr else self.irr
+
     def port_read(self, port):
         if self.poll:
             self.poll = False

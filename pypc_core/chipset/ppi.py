@@ -82,7 +82,7 @@ class Ppi8255(Device):
 
     def attach(self, machine):
         machine.ports.claim(self.name, PPI_PORTS,
-                            read=self.port_read, write=self.port_write)
+                            read=self.port_read, write=self.port_write, peek=self.peek)
         self.clock = machine.clock
         if self.keyboard is None:
             self.keyboard = getattr(machine, "keyboard", None)
@@ -95,6 +95,13 @@ class Ppi8255(Device):
         self.port_c_out = 0         # port C output latch (unused on the XT)
 
     # -- ports -------------------------------------------------------------
+    def peek(self, port):
+        """Side-effect-free read for the CPU's fast path; port C follows the
+        timer and is always read through port_read."""
+        if port & 3 == 2:
+            return None
+        return self.port_read(port)
+
     def port_read(self, port):
         port &= 3
         if port == 0:

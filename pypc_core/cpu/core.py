@@ -22,7 +22,11 @@ Argument conventions:
     xf    uint8[1Mi]  per-byte execution/watch flags (XF_*)
     ctl   int64[32]   counters, interrupt lines, exit mailbox (C_*)
     eff   int64[N,4]  effect records (EFF_*), used while C_RECORD is set
-    pk    uint8[64Ki] port kinds (bus.PORT_*)
+    pk    uint8[64Ki] port kinds (PORT_*): unclaimed, Python, or answered in
+                      the JIT from ``pio``
+    pio   int64[64Ki+16] fast port reads: pio[port] is the value of a
+                      PORT_VALUE port; pio[RASTER_BASE:] the raster timing of
+                      the video status port (PORT_RASTER)
 """
 
 import numpy as np
@@ -34,7 +38,8 @@ from .state import (
     C_CYCLES, C_INSTRUCTIONS, C_DEADLINE, C_EXIT, C_EXIT_PORT, C_EXIT_VALUE,
     C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_SKIP_BP,
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
-    C_WATCH_OLD, C_INSN_START, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS,
+    C_WATCH_OLD, C_INSN_START, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
+    C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
     PG_READONLY, PG_WATCH_R, PG_WATCH_W,
@@ -412,6 +417,41 @@ ww_c = njit(**JIT)(_py(ww))
 
 
 # ---------------------------------------------------------------------------
+# ports answered inside the JIT
+# ---------------------------------------------------------------------------
+
+PORT_NONE = 0      # unclaimed: reads FFh, writes vanish
+PORT_PY = 1        # a Python handler answers reads and writes (an exit)
+PORT_VALUE = 2     # reads return pio[port] (kept current by its device); writes exit
+PORT_RASTER = 3    # reads compute a video status byte from the cycle; writes exit
+RASTER_BASE = 65536
+PIO_SIZE = RASTER_BASE + 16
+DOTS_PER_CYCLE = 3  # the 14.318 MHz dot clock is three CPU cycles
+
+
+@njit(**INLINE)
+def fast_port_read(pk, pio, port, cycle):
+    k = pk[port]
+    if k == PORT_VALUE:
+        return pio[port] & 0xFF
+    if k == PORT_RASTER:
+        # pio[RASTER_BASE:]: epoch dots, line dots, horizontal display dots,
+        # frame dots, displayed lines, vsync first line, vsync end line,
+        # constant bits, blank bit, vsync bit
+        b = RASTER_BASE
+        pos = (cycle * DOTS_PER_CYCLE - pio[b]) % pio[b + 3]
+        line = pos // pio[b + 1]
+        hpos = pos - line * pio[b + 1]
+        v = pio[b + 7]
+        if line >= pio[b + 4] or hpos >= pio[b + 2]:
+            v |= pio[b + 8]
+        if line >= pio[b + 5] and line < pio[b + 6]:
+            v |= pio[b + 9]
+        return v & 0xFF
+    return 0xFF
+
+
+# ---------------------------------------------------------------------------
 # interrupts
 # ---------------------------------------------------------------------------
 
@@ -427,6 +467,7 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
     regs[IP] = rw_c(regs, mem, pf, xf, ctl, eff, 0, a)
     regs[CS] = rw_c(regs, mem, pf, xf, ctl, eff, 0, a + 2)
     ctl[C_HALTED] = 0
+    ctl[C_REP_RESUME] = 0       # a string instruction interrupted here restarts in full
     return 51
 
 
@@ -713,7 +754,8 @@ def divide(hi, lo, d, w, signed, f1, fl):
 
 
 @njit(**JIT)
-def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_prefix_ip):
+def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_prefix_ip,
+              now, deadline, resumed):
     """A4-A7, AA-AF: MOVS CMPS STOS LODS SCAS with optional REP/REPE/REPNE.
 
     A repeated instruction runs to completion unless the cycle budget ends or
@@ -729,7 +771,7 @@ def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_
     src_sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
     es_sb = np.int64(regs[ES]) << 4
     cyc = 0
-    if rep:
+    if rep and not resumed:
         cyc = 9
     while True:
         if rep:
@@ -811,7 +853,10 @@ def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_
             regs[FLAGS] = fl
             regs[IP] = last_prefix_ip
             return cyc
-        if ctl[C_NMI] != 0 or ctl[C_CYCLES] + cyc >= ctl[C_DEADLINE]:
+        if ctl[C_NMI] != 0 or now + cyc >= deadline:
+            # our own time slice ended, not a guest event: resuming must not
+            # cost the guest the REP start-up again
+            ctl[C_REP_RESUME] = 1
             regs[FLAGS] = fl
             regs[IP] = start_ip
             return cyc
@@ -882,7 +927,7 @@ def op_bcd(regs, r8, op, fl):
 
 
 @njit(**JIT)
-def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
+def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip, now):
     """Everything not handled inline in run().  Returns (cycles, status)."""
     fl = np.int64(regs[FLAGS])
     # --- segment register push/pop (06 07 0E 0F 16 17 1E 1F)
@@ -1148,18 +1193,18 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
         else:
             port = np.int64(regs[DX])
             cyc = 8 + 4 * w
-        python_port = pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
         if op & 2:   # OUT
             v = np.int64(regs[AX]) if w else np.int64(r8[0])
             if ctl[C_RECORD]:
                 _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
             regs[IP] = ip
-            if python_port:
+            if pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0):
                 ctl[C_EXIT_PORT] = port
                 ctl[C_EXIT_VALUE] = v
                 ctl[C_EXIT_WIDTH] = 1 + w
                 return cyc, ST_IO_OUT
             return cyc, ST_OK
+        python_port = pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
         # IN
         if python_port:
             if ctl[C_IO_READY] == 0:
@@ -1169,7 +1214,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, start_ip):
             ctl[C_IO_READY] = 0
             v = ctl[C_IO_VALUE]
         else:
-            v = 0xFFFF
+            v = fast_port_read(pk, pio, port, now + cyc)
+            if w:
+                v |= fast_port_read(pk, pio, (port + 1) & 0xFFFF, now + cyc) << 8
         if w:
             regs[AX] = v & 0xFFFF
         else:
@@ -1285,41 +1332,45 @@ def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def run(regs, mem, pf, xf, ctl, eff, pk):
+def run(regs, mem, pf, xf, ctl, eff, pk, pio):
     """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*."""
     r8 = regs.view(np.uint8)
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
     insns = ctl[C_INSTRUCTIONS]
     step_left = ctl[C_STEP]
-    inhibit = False
+    inhibit = ctl[C_INHIBIT] != 0     # survives the end of a run
     exit_reason = 0
     while True:
         # ---------------- instruction boundary ----------------
-        if cycles >= deadline:
-            exit_reason = EXIT_BUDGET
-            break
-        if not inhibit:
-            if ctl[C_NMI] != 0:
-                ctl[C_NMI] = 0
-                ctl[C_HALTED] = 0
-                cycles += interrupt(regs, mem, pf, xf, ctl, eff, 2, np.int64(regs[IP]))
-                insns += 1
-                continue
-            if ctl[C_INTR] != 0 and (regs[FLAGS] & F_IF):
-                exit_reason = EXIT_IRQ
+        # An IN answered by Python re-executes with nothing in between: no
+        # interrupt may take its value, no breakpoint or trap may stop it.
+        io_resume = ctl[C_IO_READY] != 0
+        if not io_resume:
+            if cycles >= deadline:
+                exit_reason = EXIT_BUDGET
                 break
-        inhibit = False
-        if ctl[C_HALTED] != 0:
-            # idle until the next device deadline (interrupts wake us above)
-            cycles = deadline
-            exit_reason = EXIT_BUDGET
-            break
+            if not inhibit:
+                if ctl[C_NMI] != 0:
+                    ctl[C_NMI] = 0
+                    ctl[C_HALTED] = 0
+                    cycles += interrupt(regs, mem, pf, xf, ctl, eff, 2, np.int64(regs[IP]))
+                    insns += 1
+                    continue
+                if ctl[C_INTR] != 0 and (regs[FLAGS] & F_IF):
+                    exit_reason = EXIT_IRQ
+                    break
+            inhibit = False
+            if ctl[C_HALTED] != 0:
+                # idle until the next device deadline (interrupts wake us above)
+                cycles = deadline
+                exit_reason = EXIT_BUDGET
+                break
         csb = np.int64(regs[CS]) << 4
         ip0 = np.int64(regs[IP])
         pc = (csb + ip0) & M20
         x = xf[pc]
-        if x & (XF_BREAKPOINT | XF_TRAP):
+        if x & (XF_BREAKPOINT | XF_TRAP) and not io_resume:
             if x & XF_TRAP and ctl[C_TRAP_ENABLE] != 0:
                 ctl[C_EXIT_VALUE] = pc
                 exit_reason = EXIT_TRAP
@@ -1471,12 +1522,17 @@ def run(regs, mem, pf, xf, ctl, eff, pk):
             regs[IP] = ip
             cyc += 3
         elif (op >= 0xA4 and op <= 0xA7) or (op >= 0xAA and op <= 0xAF):
+            resumed = ctl[C_REP_RESUME] != 0
+            if resumed:
+                ctl[C_REP_RESUME] = 0
+                cyc = 0          # the prefixes were paid for before the budget exit
             cyc += op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep,
-                             ip0, (ip - 2) & 0xFFFF)
+                             ip0, (ip - 2) & 0xFFFF, cycles + cyc, deadline, resumed)
         elif op == 0xF6 or op == 0xF7:
             cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
         else:
-            c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, op, ip, csb, sov, ip0)
+            c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, ip0,
+                                cycles + cyc)
             cyc += c
             if status == ST_IO_IN:
                 regs[IP] = ip0
@@ -1508,5 +1564,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk):
     ctl[C_CYCLES] = cycles
     ctl[C_INSTRUCTIONS] = insns
     ctl[C_STEP] = step_left
+    ctl[C_INHIBIT] = 1 if inhibit else 0
     ctl[C_EXIT] = exit_reason
     return exit_reason

@@ -14,7 +14,7 @@ class Cpu:
     a flat 1 MiB of RAM with no ports (the conformance setup); the machine
     passes its bus arrays instead."""
 
-    def __init__(self, mem=None, page_flags=None, xflags=None, port_kind=None):
+    def __init__(self, mem=None, page_flags=None, xflags=None, port_kind=None, port_io=None):
         self.regs = S.new_regs()
         self.ctl = S.new_ctl()
         self.mem = mem if mem is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
@@ -22,6 +22,7 @@ class Cpu:
                            else np.zeros(S.PAGE_COUNT, dtype=np.uint8))
         self.xflags = xflags if xflags is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
         self.port_kind = port_kind if port_kind is not None else np.zeros(65536, dtype=np.uint8)
+        self.port_io = port_io if port_io is not None else np.zeros(core.PIO_SIZE, dtype=np.int64)
         self.effects = np.zeros((S.MAX_EFFECTS, 4), dtype=np.int64)
         self.r = Registers(self.regs)
 
@@ -30,7 +31,7 @@ class Cpu:
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
         self.ctl[S.C_DEADLINE] = until_cycle
         return core.run(self.regs, self.mem, self.page_flags, self.xflags,
-                        self.ctl, self.effects, self.port_kind)
+                        self.ctl, self.effects, self.port_kind, self.port_io)
 
     def step(self, record=False, budget=1 << 62):
         """Execute exactly one instruction (a whole REP string instruction

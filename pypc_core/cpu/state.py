@@ -71,6 +71,8 @@ C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
 C_WATCH_CS = 25       # CS of the instruction that hit the watch
 C_WATCH_MASK = 26     # which access kinds the armed watches want (1 read, 2 write)
 C_SEG_OVERRIDE = 27   # scratch for the decoder (segment override, -1 none)
+C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
+C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
 C_SIZE = 32
 
 # --- exit reasons -----------------------------------------------------------

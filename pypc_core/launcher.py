@@ -1,0 +1,211 @@
+"""``pypc run``: build a machine from the command line and run it, either
+live in the terminal (rich) or headless for scripts and agents."""
+
+import os
+import select
+import sys
+import time
+
+from .errors import PypcError
+from .machine import CPU_HZ, Machine, MachineConfig
+from . import scancodes
+
+FRAME_S = 1 / 60
+DEFAULT_HEADLESS_TIMEOUT_S = 60.0
+TYPE_AFTER_IDLE_FRAMES = 6
+
+
+def config_from_args(args):
+    if args.turbo:
+        speed = 0.0
+    elif args.speed:
+        speed = float(args.speed)
+    else:
+        speed = 1.0
+    return MachineConfig(
+        plugins=[p for p in args.plugins.split(",") if p],
+        floppy_a=args.floppy, floppy_b=args.floppy_b, hdd=args.hdd,
+        hdd_geometry=args.hdd_geometry, readonly=args.readonly, cow=args.cow,
+        bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
+        plugin_manager=getattr(args, "plugin_manager", None), options=args)
+
+
+def unescape(text):
+    """``--type 'dir\\r'``: backslash escapes \\r \\n \\t \\e \\\\."""
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            mapped = {"r": "\r", "n": "\r", "t": "\t", "e": "\x1b", "\\": "\\", "b": "\b"}.get(nxt)
+            if mapped is not None:
+                out.append(mapped)
+                i += 2
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def run(args):
+    if args.type is not None:
+        try:
+            scancodes.text_to_scancodes(unescape(args.type))
+        except ValueError as exc:
+            raise PypcError(f"--type: {exc}") from None
+    machine = Machine(config_from_args(args))
+    try:
+        if args.headless:
+            return run_headless(machine, args)
+        return run_live(machine, args)
+    finally:
+        machine.close()
+
+
+def run_headless(machine, args):
+    """Exit 0 when ``--until-text`` appears (or the timeout passes without
+    one being asked for), 1 on timeout; then print the text screen."""
+    timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
+    end = machine.clock() + int(timeout * CPU_HZ)
+    pending_type = unescape(args.type) if args.type is not None else None
+    found = False
+    frame = int(FRAME_S * CPU_HZ)
+    idle_frames = 0
+    while True:
+        # type once the guest has sat in the keyboard wait for a few frames:
+        # DOS kernels poll the keyboard while booting, and a key typed then
+        # would be eaten before the prompt
+        idle_frames = idle_frames + 1 if machine.waiting_for_key() else 0
+        if pending_type is not None and idle_frames >= TYPE_AFTER_IDLE_FRAMES:
+            machine.type_text(pending_type)
+            pending_type = None
+        if args.until_text and machine.screen_contains(args.until_text):
+            # text typed later may not be on screen yet; keep going only
+            # until what was asked for is there
+            found = True
+            break
+        if machine.clock() >= end:
+            break
+        machine.run_until_cycle(min(end, machine.clock() + frame))
+    if args.screenshot:
+        write_screenshot(machine, args.screenshot)
+    print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
+    if args.until_text and not found:
+        sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
+                         f"{timeout:g} emulated seconds\n")
+        return 1
+    return 0
+
+
+def write_screenshot(machine, path):
+    if machine.video is None:
+        raise PypcError("--screenshot needs a video plugin (e.g. --plugins cga)")
+    machine.video.write_png(path)
+
+
+# ---------------------------------------------------------------------------
+# live terminal display
+# ---------------------------------------------------------------------------
+
+_CGA_RICH = ["#000000", "#0000aa", "#00aa00", "#00aaaa", "#aa0000", "#aa00aa", "#aa5500",
+             "#aaaaaa", "#555555", "#5555ff", "#55ff55", "#55ffff", "#ff5555", "#ff55ff",
+             "#ffff55", "#ffffff"]
+
+_ESCAPES = {"[A": "up", "[B": "down", "[C": "right", "[D": "left", "[H": "home",
+            "[F": "end", "[5~": "pgup", "[6~": "pgdn", "[2~": "ins", "[3~": "del",
+            "OP": "f1", "OQ": "f2", "OR": "f3", "OS": "f4", "[15~": "f5", "[17~": "f6",
+            "[18~": "f7", "[19~": "f8", "[20~": "f9", "[21~": "f10"}
+
+
+def render_rich(machine):
+    """A rich Text of the screen with the CGA attribute colours."""
+    from rich.text import Text
+    video = machine.video
+    text = Text()
+    if video is None:
+        text.append("(no video plugin)")
+        return text
+    page = video.text_page()
+    cells = page.get("cells")
+    if not cells:
+        text.append("\n".join(machine.screen_text()))
+        return text
+    for r, row in enumerate(cells):
+        for ch, attr in row:
+            fg = _CGA_RICH[attr & 0x0F]
+            bg = _CGA_RICH[(attr >> 4) & 0x07]
+            text.append(ch if ch >= " " else " ", style=f"{fg} on {bg}")
+        if r != len(cells) - 1:
+            text.append("\n")
+    return text
+
+
+def keys_from_terminal(data):
+    """Scan codes for bytes read from a terminal in cbreak mode."""
+    codes = []
+    i = 0
+    while i < len(data):
+        ch = data[i]
+        if ch == "\x1b":
+            for seq, name in _ESCAPES.items():
+                if data.startswith(seq, i + 1):
+                    code = scancodes.NAMED[name]
+                    codes += [code, code | scancodes.BREAK]
+                    i += 1 + len(seq)
+                    break
+            else:
+                codes += [scancodes.ESC, scancodes.ESC | scancodes.BREAK]
+                i += 1
+            continue
+        if ch == "\x7f":
+            ch = "\b"
+        try:
+            codes += scancodes.char_to_strokes(ch)
+        except ValueError:
+            pass
+        i += 1
+    return codes
+
+
+def run_live(machine, args):
+    from rich.console import Console
+    from rich.live import Live
+    import termios
+    import tty
+
+    console = Console()
+    if not sys.stdin.isatty():
+        raise PypcError("the live display needs a terminal; use --headless for scripts")
+    fd = sys.stdin.fileno()
+    saved = termios.tcgetattr(fd)
+    pending_type = unescape(args.type) if args.type is not None else None
+    frame = int(FRAME_S * CPU_HZ)
+    tty.setcbreak(fd)
+    try:
+        with Live(render_rich(machine), console=console, refresh_per_second=15,
+                  screen=False) as live:
+            last = 0.0
+            while True:
+                while select.select([fd], [], [], 0)[0]:
+                    data = os.read(fd, 64).decode("latin-1")
+                    machine.press_keys(keys_from_terminal(data))
+                if pending_type is not None and machine.waiting_for_key():
+                    machine.type_text(pending_type)
+                    pending_type = None
+                machine.run_for(frame)
+                now = time.perf_counter()
+                if now - last > 1 / 15:
+                    live.update(render_rich(machine))
+                    last = now
+                if args.until_text and machine.screen_contains(args.until_text):
+                    break
+                if args.timeout and machine.emulated_seconds >= args.timeout:
+                    break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+    if args.screenshot:
+        write_screenshot(machine, args.screenshot)
+    return 0

@@ -1,0 +1,403 @@
+"""The Machine: an IBM PC/XT built from the bus, the 8088 core, the chipset,
+the firmware, the disks and the selected device plugins.
+
+Everything a debugger or an agent does goes through this class (the RPC
+methods are thin adapters over it)::
+
+    m = Machine(MachineConfig(floppy_a="dos.img"))
+    m.run_until_text("A:\\\\>", timeout_s=30)
+    m.type_text("dir\\r")
+    print("\\n".join(m.screen_text()))
+
+Time is emulated CPU cycles (4.77 MHz); the scheduler runs the CPU exactly to
+the next device event, so the guest sees the same thing at any host speed.
+"""
+
+import os
+import time
+
+import attrs
+
+from .bus import MemoryMap, PortMap
+from .chipset import Dma8237, NmiMask, Pic8259, Pit8253, Ppi8255, XtKeyboard
+from .cpu import Cpu
+from .cpu import state as S
+from .device import Device
+from .errors import PypcError
+from .scancodes import text_to_scancodes
+
+CPU_HZ = 4_772_727            # 14.31818 MHz / 3
+RAM_TOP = 640 * 1024
+
+
+class MachineError(PypcError):
+    """The machine cannot be built as configured (bad image, bad ROM...)."""
+
+
+@attrs.define
+class MachineConfig:
+    plugins: list = attrs.Factory(lambda: ["cga"])
+    floppy_a: str = None
+    floppy_b: str = None
+    hdd: str = None
+    hdd_geometry: tuple = None
+    readonly: bool = False
+    cow: bool = False
+    bios: str = None                       # a third-party BIOS image instead of ours
+    option_roms: list = attrs.Factory(list)   # [(path, segment)]
+    memory_kib: int = 640
+    speed: float = 0.0                     # 0: unpaced (turbo); 1.0: a real XT
+    plugin_manager: object = None          # an already-selected PluginManager
+    options: object = None                 # argparse namespace for plugin options
+
+
+@attrs.define
+class Stop:
+    """Why a run returned."""
+    kind: str                 # budget | breakpoint | watch | step | halt | text | predicate
+    cycles: int
+    detail: dict = attrs.Factory(dict)
+
+
+class Machine:
+    def __init__(self, config=None, **kwargs):
+        self.config = config or MachineConfig(**kwargs)
+        cfg = self.config
+        self.options = cfg.options
+        self.memory = MemoryMap()
+        self.ports = PortMap()
+        if not 16 <= cfg.memory_kib <= 640 or cfg.memory_kib % 16:
+            raise MachineError(f"memory must be 16..640 KiB in 16 KiB steps, not {cfg.memory_kib}")
+        self.memory.map_ram(0, cfg.memory_kib * 1024, owner="ram")
+        self.cpu = Cpu(self.memory.mem, self.memory.page_flags, self.memory.xflags,
+                       self.ports.port_kind, self.ports.port_io)
+        self.devices = {}          # name -> Device (chipset and plugins)
+        self._timed = []           # devices with next_event()/advance()
+        self.disks = {}
+        self.video = None
+        self.bios = None
+        self._closed = False
+        try:
+            self._build_chipset()
+            self._open_disks()
+            self._build_plugins()
+            self._load_firmware()
+        except Exception:
+            self.close()
+            raise
+        self.reset()
+
+    # ------------------------------------------------------------------
+    # construction
+    # ------------------------------------------------------------------
+    def clock(self):
+        """The current emulated CPU cycle."""
+        return int(self.cpu.ctl[S.C_CYCLES])
+
+    def _add(self, name, device, timed=False):
+        self.devices[name] = device
+        device.attach(self)
+        if timed:
+            self._timed.append(device)
+
+    def _set_intr(self, level):
+        self.cpu.ctl[S.C_INTR] = 1 if level else 0
+
+    def _build_chipset(self):
+        cfg = self.config
+        self.pic = Pic8259(on_intr_change=self._set_intr)
+        self._add("pic", self.pic)
+        self.pit = Pit8253(pic=self.pic, clock=self.clock)
+        self._add("pit", self.pit, timed=True)
+        self.keyboard = XtKeyboard(pic=self.pic, clock=self.clock)
+        self._add("keyboard", self.keyboard, timed=True)
+        # what the BIOS reads from the machine (equipment word, memory size)
+        self.floppy_drives = 2 if cfg.floppy_b else 1
+        self.ram_kb = cfg.memory_kib
+        self.initial_ticks = 0          # the guest clock starts at midnight, never host time
+        self.ppi = Ppi8255(keyboard=self.keyboard, pit=self.pit,
+                           floppy_drives=self.floppy_drives, video="cga80",
+                           memory_kib=cfg.memory_kib)
+        self._add("ppi", self.ppi)
+        self.dma = Dma8237(memory=self.memory)
+        self._add("dma", self.dma)
+        self.nmi_mask = NmiMask()
+        self._add("nmi", self.nmi_mask)
+
+    def _open_disks(self):
+        from .storage import DiskImage, DiskImageError
+        cfg = self.config
+        mode = "cow" if cfg.cow else ("readonly" if cfg.readonly else "rw")
+        try:
+            if cfg.floppy_a:
+                self.disks[0x00] = DiskImage(cfg.floppy_a, kind="floppy", mode=mode)
+            if cfg.floppy_b:
+                self.disks[0x01] = DiskImage(cfg.floppy_b, kind="floppy", mode=mode)
+            if cfg.hdd:
+                self.disks[0x80] = DiskImage(cfg.hdd, kind="hdd", mode=mode,
+                                             geometry=cfg.hdd_geometry)
+        except DiskImageError as exc:
+            raise MachineError(str(exc)) from exc
+
+    def _build_plugins(self):
+        pm = self.config.plugin_manager
+        if pm is None:
+            from .plugins import PluginManager
+            pm = PluginManager()
+            pm.select(self.config.plugins)
+        self.plugin_manager = pm
+        for name, device in pm.create_devices(self):
+            self._add(name, device, timed=device.next_event() is not None
+                      or type(device).advance is not Device.advance)
+            caps = getattr(device.declaration, "capabilities", []) or []
+            if "video" in caps and self.video is None:
+                self.video = device
+
+    def _load_firmware(self):
+        cfg = self.config
+        if cfg.bios:
+            image = _read_file(cfg.bios, "BIOS image")
+            if len(image) not in (8192, 16384, 32768, 65536):
+                raise MachineError(
+                    f"{cfg.bios}: a BIOS image must be 8, 16, 32 or 64 KiB, not {len(image)} bytes")
+            self.memory.map_rom(0x100000 - len(image), image, owner="bios")
+            self.cpu.ctl[S.C_TRAP_ENABLE] = 0
+        else:
+            from .firmware import Bios
+            self.bios = Bios(self)
+            self.bios.install()
+            self.cpu.ctl[S.C_TRAP_ENABLE] = 1
+        for path, segment in cfg.option_roms:
+            image = _read_file(path, "option ROM")
+            if len(image) < 3 or image[0] != 0x55 or image[1] != 0xAA:
+                raise MachineError(f"{path}: not an option ROM (no 55AAh signature)")
+            base = segment << 4
+            if base % 2048 or not 0xC0000 <= base < 0xF0000:
+                raise MachineError(f"{path}: option ROM segment {segment:04X}h must be "
+                                   f"a 2 KiB boundary in C000h-EFFFh")
+            try:
+                self.memory.map_rom(base, image, owner=f"option ROM {os.path.basename(path)}")
+            except ValueError as exc:
+                raise MachineError(str(exc)) from exc
+
+    def has_device(self, name):
+        return name in self.devices
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for disk in self.disks.values():
+            try:
+                disk.close()
+            except Exception:
+                pass
+        pm = getattr(self, "plugin_manager", None)
+        if pm is not None:
+            try:
+                pm.hook.pypc_machine_shutdown(machine=self)
+            except Exception:
+                pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------
+    # reset and running
+    # ------------------------------------------------------------------
+    def reset(self):
+        """Power-on reset: chipset and devices to their reset state, the CPU
+        to FFFF:0000 (the BIOS reset vector)."""
+        for dev in self.devices.values():
+            dev.reset()
+        self.cpu.reset()
+        self.cpu.ctl[S.C_TRAP_ENABLE] = 0 if self.config.bios else 1
+        self._set_intr(self.pic.intr_pending())
+        self._pacing_anchor = None
+
+    def next_deadline(self, limit):
+        deadline = limit
+        for dev in self._timed:
+            ev = dev.next_event()
+            if ev is not None and ev < deadline:
+                deadline = ev
+        now = self.clock()
+        return max(deadline, now + 1) if deadline <= now else deadline
+
+    def _advance_devices(self):
+        now = self.clock()
+        for dev in self._timed:
+            ev = dev.next_event()
+            if ev is not None and ev <= now:
+                dev.advance(now)
+                self.ports.dirty = True
+        if self.ports.dirty:
+            self.ports.refresh()
+
+    def run_for(self, cycles):
+        """Run ``cycles`` emulated cycles (or until a breakpoint, watch or
+        step stop).  Returns a Stop."""
+        return self.run_until_cycle(self.clock() + int(cycles))
+
+    def run_until_cycle(self, target):
+        cpu = self.cpu
+        ctl = cpu.ctl
+        while True:
+            now = int(ctl[S.C_CYCLES])
+            if now >= target:
+                return Stop("budget", now)
+            self._advance_devices()
+            deadline = self.next_deadline(target)
+            reason = cpu.run(deadline)
+            if reason == S.EXIT_BUDGET or reason == S.EXIT_HALT:
+                self._pace()
+                continue
+            if reason == S.EXIT_IO_OUT:
+                self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
+                                 int(ctl[S.C_EXIT_WIDTH]))
+                continue
+            if reason == S.EXIT_IO_IN:
+                cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
+                continue
+            if reason == S.EXIT_IRQ:
+                if self.pic.intr_pending():
+                    cpu.interrupt(self.pic.acknowledge())
+                else:
+                    self._set_intr(False)
+                self.ports.dirty = True
+                continue
+            if reason == S.EXIT_TRAP:
+                self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
+                self.ports.dirty = True
+                continue
+            if reason == S.EXIT_BREAKPOINT:
+                return Stop("breakpoint", self.clock(), {"address": cpu.pc})
+            if reason == S.EXIT_WATCH:
+                detail = {"address": int(ctl[S.C_WATCH_HIT]),
+                          "access": "read" if ctl[S.C_WATCH_KIND] == 1 else "write",
+                          "value": int(ctl[S.C_WATCH_VALUE]), "old": int(ctl[S.C_WATCH_OLD]),
+                          "cs": int(ctl[S.C_WATCH_CS]), "ip": int(ctl[S.C_WATCH_IP])}
+                ctl[S.C_WATCH_KIND] = 0
+                return Stop("watch", self.clock(), detail)
+            if reason == S.EXIT_STEP:
+                return Stop("step", self.clock())
+            raise MachineError(f"unexpected CPU exit {reason}")
+
+    def run_seconds(self, seconds):
+        return self.run_for(int(seconds * CPU_HZ))
+
+    def step(self, record=False):
+        """Execute one instruction, answering port I/O, firmware traps and
+        interrupt acknowledges as the run loop does."""
+        cpu = self.cpu
+        if record:
+            cpu.begin_record()
+        try:
+            cpu.ctl[S.C_STEP] = 1
+            while True:
+                self._advance_devices()
+                reason = cpu.run(self.clock() + (1 << 40))
+                ctl = cpu.ctl
+                if reason == S.EXIT_IO_IN:
+                    cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
+                    continue
+                if reason == S.EXIT_IO_OUT:
+                    self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
+                                     int(ctl[S.C_EXIT_WIDTH]))
+                    break
+                if reason == S.EXIT_IRQ:
+                    cpu.interrupt(self.pic.acknowledge())
+                    break
+                if reason == S.EXIT_TRAP:
+                    self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
+                    break
+                if reason == S.EXIT_BUDGET and ctl[S.C_HALTED]:
+                    break
+                break
+        finally:
+            cpu.ctl[S.C_STEP] = 0
+            if record:
+                cpu.end_record()
+        return Stop("step", self.clock())
+
+    # ------------------------------------------------------------------
+    # pacing (wall clock only slows the loop; it never changes guest time)
+    # ------------------------------------------------------------------
+    def _pace(self):
+        speed = self.config.speed
+        if not speed:
+            return
+        now = time.perf_counter()
+        cycles = self.clock()
+        if self._pacing_anchor is None:
+            self._pacing_anchor = (now, cycles)
+            return
+        t0, c0 = self._pacing_anchor
+        ahead = (cycles - c0) / (CPU_HZ * speed) - (now - t0)
+        if ahead > 0.002:
+            time.sleep(ahead)
+        elif ahead < -0.25:
+            self._pacing_anchor = (now, cycles)   # we fell behind: don't race to catch up
+
+    # ------------------------------------------------------------------
+    # screen and input
+    # ------------------------------------------------------------------
+    def screen_text(self):
+        """The 25 text rows of the active display (empty list without video)."""
+        if self.video is None:
+            return []
+        return self.video.text_rows()
+
+    def screen_rgb(self):
+        return None if self.video is None else self.video.frame()
+
+    def screen_contains(self, text):
+        return any(text in row for row in self.screen_text())
+
+    def press_keys(self, scancodes):
+        self.keyboard.send_scancodes(list(scancodes))
+
+    def type_text(self, text):
+        """Queue the make/break scan codes that type ``text`` (US layout;
+        ``\\r`` or ``\\n`` is Enter)."""
+        self.keyboard.send_scancodes(text_to_scancodes(text))
+
+    def waiting_for_key(self):
+        """True while the guest sits in the BIOS keyboard wait (INT 16h)."""
+        return bool(self.bios is not None and self.bios.waiting_for_key)
+
+    def run_until_text(self, text, timeout_s, slice_s=1 / 60):
+        """Run until ``text`` is on the screen; returns True, or False after
+        ``timeout_s`` emulated seconds."""
+        end = self.clock() + int(timeout_s * CPU_HZ)
+        step = int(slice_s * CPU_HZ)
+        while True:
+            if self.screen_contains(text):
+                return True
+            if self.clock() >= end:
+                return False
+            stop = self.run_until_cycle(min(end, self.clock() + step))
+            if stop.kind != "budget":
+                return self.screen_contains(text)
+
+    # ------------------------------------------------------------------
+    # state
+    # ------------------------------------------------------------------
+    @property
+    def registers(self):
+        return self.cpu.r
+
+    @property
+    def emulated_seconds(self):
+        return self.clock() / CPU_HZ
+
+
+def _read_file(path, what):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise MachineError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
