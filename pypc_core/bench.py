@@ -238,7 +238,7 @@ def main(argv=None):
         return 0
     if what == "system":
         from .system_bench import bench_system
-        bench_system()
+        bench_system(argv[1:])
         return 0
     print(f"unknown benchmark {what!r}: choose cpu or system", file=sys.stderr)
     return 2

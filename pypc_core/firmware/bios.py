@@ -55,6 +55,9 @@ DUMMY = rom.OFF_DUMMY_IRET
 BOOT_SECTOR = 0x7C00
 POST_STACK = (0x0000, 0x7C00)      # SS:SP during POST and boot
 
+# see Bios._poll_idle
+TIGHT_POLL_INSTRUCTIONS = 2000
+
 
 class Bios:
     """The built-in XT BIOS for ``machine`` (see the module docstring)."""
@@ -157,6 +160,8 @@ class Bios:
             eq |= 0x1000
         eq |= (len(self.lpt_ports()) & 3) << 14
         return eq
+
+    _last_empty_poll = None
 
     # -- traps ----------------------------------------------------------------------------
     def on_trap(self, linear):
@@ -386,7 +391,30 @@ class Bios:
         return WAIT if self.keyboard.paused() else None
 
     def _svc_int16(self, r):
-        return WAIT if self.keyboard.int16(r) else None
+        if self.keyboard.int16(r):
+            return WAIT
+        if r.ah == 0x01 and r.zf:
+            return self._poll_idle()
+        return None
+
+    def _poll_idle(self):
+        """A guest polling an empty keyboard buffer in a tight loop (DOS at
+        its prompt) is idle: after the service returns, halt until the next
+        interrupt instead of spinning through thousands of polls per timer
+        tick.  Only tight loops qualify (fewer than TIGHT_POLL_INSTRUCTIONS
+        between two empty polls), so a game that polls once per frame keeps
+        its speed.  The decision depends on instruction counts only, so it is
+        deterministic."""
+        cpu = self.machine.cpu
+        now = int(cpu.ctl[S.C_INSTRUCTIONS])
+        last = self._last_empty_poll
+        self._last_empty_poll = now
+        if last is not None and now - last < TIGHT_POLL_INSTRUCTIONS:
+            cpu.regs[S.IP] = (int(cpu.regs[S.IP]) + 1) & 0xFFFF
+            Registers(cpu.regs).if_ = True
+            cpu.ctl[S.C_HALTED] = 1
+            return JUMPED
+        return None
 
     def _svc_int10(self, r):
         self.video.int10(r)
