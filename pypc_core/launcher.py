@@ -48,14 +48,41 @@ def unescape(text):
     return "".join(out)
 
 
-def run(args):
+def check_args(args):
+    """Bad input that needs no machine: a clear PypcError before anything
+    (disk, lock, ROM) is opened."""
     if args.type is not None:
         try:
             scancodes.text_to_scancodes(unescape(args.type))
         except ValueError as exc:
             raise PypcError(f"--type: {exc}") from None
+    if args.hdd_geometry is not None and not args.hdd:
+        raise PypcError("--hdd-geometry needs a hard-disk image (--hdd IMAGE)")
+    if args.screenshot:
+        folder = os.path.dirname(os.path.abspath(args.screenshot))
+        if os.path.isdir(args.screenshot):
+            raise PypcError(f"--screenshot {args.screenshot!r} is a directory, not a PNG file")
+        if not os.path.isdir(folder):
+            raise PypcError(f"--screenshot {args.screenshot!r}: no such directory {folder!r}")
+    if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise PypcError("the live display needs a terminal (stdin and stdout); "
+                        "use --headless for scripts")
+
+
+def check_machine(machine, args):
+    """Bad input that shows only once the machine is built (before it runs)."""
+    if machine.video is None:
+        for option, value in (("--screenshot", args.screenshot),
+                              ("--until-text", args.until_text)):
+            if value:
+                raise PypcError(f"{option} needs a video plugin (e.g. --plugins cga)")
+
+
+def run(args):
+    check_args(args)
     machine = Machine(config_from_args(args))
     try:
+        check_machine(machine, args)
         if args.headless:
             return run_headless(machine, args)
         return run_live(machine, args)
@@ -126,15 +153,15 @@ def render_rich(machine):
     if video is None:
         text.append("(no video plugin)")
         return text
-    page = video.text_page()
-    cells = page.get("cells")
-    if not cells:
-        text.append("\n".join(machine.screen_text()))
+    if video.mode_name() not in ("Text40", "Text80"):
+        text.append(f"(graphics mode {video.mode_name()}: use --screenshot or the VNC viewer)")
         return text
+    cells = video.text_page()["cells"]
     for r, row in enumerate(cells):
-        for ch, attr in row:
-            fg = _CGA_RICH[attr & 0x0F]
-            bg = _CGA_RICH[(attr >> 4) & 0x07]
+        for cell in row:
+            fg = _CGA_RICH[cell["foreground"]]
+            bg = _CGA_RICH[cell["background"]]
+            ch = cell["char"]
             text.append(ch if ch >= " " else " ", style=f"{fg} on {bg}")
         if r != len(cells) - 1:
             text.append("\n")

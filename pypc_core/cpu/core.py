@@ -468,7 +468,9 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
     regs[CS] = rw_c(regs, mem, pf, xf, ctl, eff, 0, a + 2)
     ctl[C_HALTED] = 0
     ctl[C_REP_RESUME] = 0       # a string instruction interrupted here restarts in full
-    return 51
+    # 8088: INT n takes 71 cycles (51 on the 8086 plus 4 per word moved on
+    # the 8-bit bus: three pushes and the two vector words)
+    return 71
 
 
 # ---------------------------------------------------------------------------
