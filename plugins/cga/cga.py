@@ -170,6 +170,8 @@ class CGA(Device):
         self.memory.map_device(VRAM_BASE, WINDOW_SIZE, "cga")
         machine.ports.claim("cga", range(PORT_FIRST, PORT_LAST + 1),
                             read=self.port_read, write=self.port_write)
+        if hasattr(machine.ports, "add_publisher"):
+            machine.ports.add_publisher(self._publish_raster)
         self._publish_raster()
 
     def _publish_raster(self):

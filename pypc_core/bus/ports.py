@@ -33,6 +33,8 @@ class PortMap:
         self.port_io = np.zeros(PIO_SIZE, dtype=np.int64)
         self._peek = {}
         self.dirty = False
+        self.fast_reads = True          # False: every claimed port exits to Python
+        self._publishers = []
         self._owner = {}
         self._read = {}
         self._write = {}
@@ -65,12 +67,31 @@ class PortMap:
         if peek is not None:
             self.refresh()
 
+    def add_publisher(self, publish):
+        """``publish()`` re-publishes a device's in-CPU read model (PIT,
+        video status); called when fast reads are switched back on."""
+        self._publishers.append(publish)
+
+    def set_fast_reads(self, enabled):
+        """Switch reads answered inside the CPU on or off.  Off, every
+        claimed port goes through its Python handler (I/O tracing wants to
+        see each access; tests compare both paths)."""
+        self.fast_reads = bool(enabled)
+        if not self.fast_reads:
+            kind = self.port_kind
+            kind[kind > PORT_PY] = PORT_PY
+            return
+        self.refresh()
+        for publish in self._publishers:
+            publish()
+
     def refresh(self):
         """Re-read every peekable port into ``port_io``."""
         kind = self.port_kind
         io = self.port_io
+        fast = self.fast_reads
         for port, peek in self._peek.items():
-            v = peek(port)
+            v = peek(port) if fast else None
             if v is None:
                 kind[port] = PORT_PY
             else:
@@ -88,6 +109,8 @@ class PortMap:
             raise PortConflictError(f"port {port:04X}h must be claimed before set_raster")
         if line_dots <= 0 or frame_dots <= 0:
             raise ValueError("raster timing needs positive line and frame lengths")
+        if not self.fast_reads:
+            return
         self.port_io[RASTER_BASE:RASTER_BASE + 10] = (
             epoch_dots, line_dots, hdisp_dots, frame_dots, vdisp_lines, vsync_start,
             vsync_end, constant_bits, blank_bit, vsync_bit)

@@ -23,8 +23,19 @@ Counter 0's output is reported to ``pic.raise_irq(0)``/``lower_irq(0)`` (or an
 between two catch-ups is always delivered (as a low-high pulse), so IRQ0 is
 latched at exactly the programmed rate.  ``next_event()`` is the CPU cycle of
 counter 0's next rising edge.
+
+Reads inside the CPU
+--------------------
+Guests poll the counters (latch, read, read) in delay loops.  After every
+change the PIT *publishes* each counter's segment into the port map's
+``port_io`` words (``cpu.core.T_*``) and marks 40h-42h as ``PORT_TIMER``, so
+the jitted core answers those reads itself, flip-flop and latch included.
+Before the PIT does anything else it *pulls* back what those reads changed
+(the read flip-flop and the latch).  BCD counters, and a counter whose
+pending load falls due, are answered here as before.
 """
 
+from ..cpu import core as _core
 from ..device import Device, DeviceDeclaration
 
 PIT_PORTS = (0x40, 0x41, 0x42, 0x43)
@@ -351,6 +362,22 @@ class PitChannel:
             self.pend_out = True
             self.started = True
 
+    def fast_model(self):
+        """(kind, start, ce, out, reload, limit) for reads inside the CPU
+        (``cpu.core.timer_count`` computes the same as ``_seg_ce``), or None
+        when the counter must be read here (BCD)."""
+        if self.bcd:
+            return None
+        start, running, ce, out, tc, reload = self._seg()
+        limit = self.pend_edge if self.pend_edge is not None else 1 << 62
+        if not running:
+            return (1, start, ce, out, 0, limit)
+        if self.mode == 2:
+            return (2, start, ce, out, reload, limit)
+        if self.mode == 3:
+            return (3, start, ce, out, reload, limit)
+        return (0, start, ce, out, 0, limit)
+
     def info(self):
         eff = self.reload_value() if self.cr_valid else None
         return {
@@ -384,6 +411,51 @@ class Pit8253(Device):
         self.clock = machine.clock
         if self.pic is None:
             self.pic = getattr(machine, "pic", None)
+        self._portmap = machine.ports
+        machine.ports.add_publisher(self._publish)
+        self._publish()
+
+    # -- the CPU's copy of the counters (see the module docstring) ---------
+    _portmap = None
+
+    def _pull(self):
+        """Take back what reads inside the CPU did to the flip-flops/latches."""
+        pm = self._portmap
+        if pm is None:
+            return
+        io = pm.port_io
+        for i, ch in enumerate(self.channels):
+            t = _core.TIMER_BASE + i * _core.TIMER_SLOTS
+            if io[t + _core.T_READS]:
+                ch.read_msb = bool(io[t + _core.T_READ_MSB])
+                ch.latch = int(io[t + _core.T_LATCH]) if io[t + _core.T_LATCHED] else None
+                io[t + _core.T_READS] = 0
+
+    def _publish(self):
+        pm = self._portmap
+        if pm is None or not pm.fast_reads:
+            return
+        io = pm.port_io
+        for i, ch in enumerate(self.channels):
+            t = _core.TIMER_BASE + i * _core.TIMER_SLOTS
+            model = ch.fast_model()
+            port = PIT_PORTS[i]
+            if model is None:
+                pm.port_kind[port] = _core.PORT_PY
+                continue
+            kind, start, ce, out, reload, limit = model
+            io[t + _core.T_KIND] = kind
+            io[t + _core.T_START] = start
+            io[t + _core.T_CE] = ce
+            io[t + _core.T_OUT] = 1 if out else 0
+            io[t + _core.T_RELOAD] = reload
+            io[t + _core.T_LIMIT] = limit
+            io[t + _core.T_ACCESS] = ch.access
+            io[t + _core.T_READ_MSB] = 1 if ch.read_msb else 0
+            io[t + _core.T_LATCHED] = 0 if ch.latch is None else 1
+            io[t + _core.T_LATCH] = 0 if ch.latch is None else ch.latch
+            io[t + _core.T_READS] = 0
+            pm.port_kind[port] = _core.PORT_TIMER
 
     def reset(self):
         self.channels = [PitChannel(0), PitChannel(1), PitChannel(2, gate=False)]
@@ -393,6 +465,7 @@ class Pit8253(Device):
             self.tick = self.clock() // CYCLES_PER_TICK
             for ch in self.channels:
                 ch.seg_start = self.tick
+        self._publish()
 
     # -- time --------------------------------------------------------------
     def _now(self):
@@ -431,7 +504,9 @@ class Pit8253(Device):
             self._set_out0(level)
 
     def advance(self, cycle):
+        self._pull()
         self._catch_up(cycle // CYCLES_PER_TICK)
+        self._publish()
 
     def next_event(self):
         edge = self.channels[0].next_rise(self.tick)
@@ -439,13 +514,21 @@ class Pit8253(Device):
 
     # -- ports -------------------------------------------------------------
     def port_read(self, port):
+        self._pull()
         k = self._catch_up(self._now())
         index = port & 3
         if index == 3:
             return 0xFF                     # control register is write-only
-        return self.channels[index].read(k)
+        value = self.channels[index].read(k)
+        self._publish()
+        return value
 
     def port_write(self, port, value):
+        self._pull()
+        self._port_write(port, value)
+        self._publish()
+
+    def _port_write(self, port, value):
         k = self._catch_up(self._now())
         value &= 0xFF
         index = port & 3
@@ -464,9 +547,11 @@ class Pit8253(Device):
 
     # -- lines to the rest of the board -----------------------------------
     def set_gate(self, index, level):
+        self._pull()
         k = self._catch_up(self._now())
         self.channels[index].set_gate(k, level)
         self._report()
+        self._publish()
 
     def set_gate2(self, level):
         """PPI port 61h bit 0."""
@@ -491,6 +576,7 @@ class Pit8253(Device):
 
     # -- snapshots ---------------------------------------------------------
     def get_state(self):
+        self._pull()
         return {"tick": self.tick, "out0_level": self.out0_level,
                 "channels": [ch.get_state() for ch in self.channels]}
 
@@ -499,3 +585,4 @@ class Pit8253(Device):
         self.out0_level = state["out0_level"]
         for ch, st in zip(self.channels, state["channels"]):
             ch.set_state(st)
+        self._publish()

@@ -424,9 +424,25 @@ PORT_NONE = 0      # unclaimed: reads FFh, writes vanish
 PORT_PY = 1        # a Python handler answers reads and writes (an exit)
 PORT_VALUE = 2     # reads return pio[port] (kept current by its device); writes exit
 PORT_RASTER = 3    # reads compute a video status byte from the cycle; writes exit
+PORT_TIMER = 4     # reads of an 8253 counter computed from the cycle; writes exit
 RASTER_BASE = 65536
-PIO_SIZE = RASTER_BASE + 16
+TIMER_BASE = RASTER_BASE + 16          # three counters, TIMER_SLOTS words each
+TIMER_SLOTS = 16
+PIO_SIZE = TIMER_BASE + 3 * TIMER_SLOTS
 DOTS_PER_CYCLE = 3  # the 14.318 MHz dot clock is three CPU cycles
+CYCLES_PER_PIT_TICK = 4
+# counter model words (see chipset/pit.py, which publishes and reads them back)
+T_KIND = 0         # 0 counting down by one, 1 stopped, 2 mode 2, 3 mode 3
+T_START = 1        # PIT edge the segment starts at
+T_CE = 2           # counting element at T_START (kinds 0 and 1)
+T_OUT = 3          # mode 3: output level the segment started with
+T_RELOAD = 4       # modes 2/3: effective reload value
+T_LIMIT = 5        # first PIT edge the model is not valid for (a pending load)
+T_ACCESS = 6       # 1 LSB, 2 MSB, 3 LSB then MSB
+T_READ_MSB = 7     # read flip-flop (written by the CPU)
+T_LATCHED = 8      # a latched count is waiting (written by the CPU)
+T_LATCH = 9        # the latched count
+T_READS = 10       # reads answered here since Python last looked
 
 
 @njit(**INLINE)
@@ -448,7 +464,65 @@ def fast_port_read(pk, pio, port, cycle):
         if line >= pio[b + 5] and line < pio[b + 6]:
             v |= pio[b + 9]
         return v & 0xFF
+    if k == PORT_TIMER:
+        return timer_read(pio, TIMER_BASE + (port & 3) * TIMER_SLOTS, cycle)
     return 0xFF
+
+
+@njit(**JIT)
+def timer_stale(pk, pio, port, cycle):
+    """True when a PORT_TIMER port's model does not cover ``cycle`` (a load
+    written earlier takes effect by then): Python must answer."""
+    if pk[port] != PORT_TIMER:
+        return False
+    t = TIMER_BASE + (port & 3) * TIMER_SLOTS
+    return cycle // CYCLES_PER_PIT_TICK >= pio[t + T_LIMIT]
+
+
+@njit(**JIT)
+def timer_count(pio, t, edge):
+    """The 8253 counting element at PIT edge ``edge`` (binary counts)."""
+    kind = pio[t + T_KIND]
+    n = edge - pio[t + T_START]
+    if kind == 1:
+        return pio[t + T_CE]
+    if kind == 0:
+        return (pio[t + T_CE] - n) & 0xFFFF
+    reload = pio[t + T_RELOAD]
+    if kind == 2:
+        return (reload - n % reload) & 0xFFFF
+    if pio[t + T_OUT]:
+        first = (reload + 1) // 2
+    else:
+        first = reload // 2
+    p = n % reload
+    off = p if p < first else p - first
+    return (reload - (reload & 1) - 2 * off) & 0xFFFF
+
+
+@njit(**JIT)
+def timer_read(pio, t, cycle):
+    """A read of an 8253 counter port: the latch or the live count, one byte
+    at a time through the read flip-flop, exactly as PitChannel.read."""
+    if pio[t + T_LATCHED]:
+        value = pio[t + T_LATCH]
+    else:
+        value = timer_count(pio, t, cycle // CYCLES_PER_PIT_TICK)
+    access = pio[t + T_ACCESS]
+    if access == 1:
+        done = True
+        byte = value & 0xFF
+    elif access == 2:
+        done = True
+        byte = value >> 8
+    else:
+        done = pio[t + T_READ_MSB] != 0
+        byte = value >> 8 if done else value & 0xFF
+        pio[t + T_READ_MSB] = 0 if done else 1
+    if done:
+        pio[t + T_LATCHED] = 0
+    pio[t + T_READS] += 1
+    return byte & 0xFF
 
 
 # ---------------------------------------------------------------------------
@@ -1206,7 +1280,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
                 ctl[C_EXIT_WIDTH] = 1 + w
                 return cyc, ST_IO_OUT
             return cyc, ST_OK
-        python_port = pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
+        python_port = (pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
+                       or timer_stale(pk, pio, port, now)
+                       or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now)))
         # IN
         if python_port:
             if ctl[C_IO_READY] == 0:
@@ -1216,9 +1292,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             ctl[C_IO_READY] = 0
             v = ctl[C_IO_VALUE]
         else:
-            v = fast_port_read(pk, pio, port, now + cyc)
+            v = fast_port_read(pk, pio, port, now)
             if w:
-                v |= fast_port_read(pk, pio, (port + 1) & 0xFFFF, now + cyc) << 8
+                v |= fast_port_read(pk, pio, (port + 1) & 0xFFFF, now) << 8
         if w:
             regs[AX] = v & 0xFFFF
         else:
@@ -1533,8 +1609,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         elif op == 0xF6 or op == 0xF7:
             cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
         else:
+            # fast port reads see the cycle the instruction starts at, the same
+            # clock a Python port handler sees after an exit
             c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, ip0,
-                                cycles + cyc)
+                                cycles)
             cyc += c
             if status == ST_IO_IN:
                 regs[IP] = ip0
