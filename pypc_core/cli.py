@@ -27,7 +27,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (plus a hint) and exit 2."""
 
     def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        # "pypc: error:" for every user error, whichever subparser found it
+        sys.stderr.write(f"pypc: error: {message} (see '{self.prog} --help')\n")
         sys.exit(EXIT_USAGE)
 
 
@@ -69,13 +70,18 @@ def _positive_float(text):
 
 
 def _geometry(text):
-    """``C,H,S`` (cylinders, heads, sectors per track)."""
+    """``C,H,S`` (cylinders, heads, sectors per track), each within the
+    INT 13h limits (checked here, so a bad value fails even without --hdd)."""
+    from .storage.image import parse_geometry
     try:
         c, h, s = (int(x) for x in text.split(","))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not C,H,S (e.g. 615,4,17)") from None
-    return c, h, s
+    try:
+        return parse_geometry(f"{c},{h},{s}")
+    except PypcError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_run_arguments(parser):
@@ -98,10 +104,11 @@ def add_run_arguments(parser):
     g.add_argument("--hdd", metavar="IMAGE", help="hard-disk image (drive C:)")
     g.add_argument("--hdd-geometry", type=_geometry, metavar="C,H,S",
                    help="hard-disk geometry (default: guessed from the image size)")
-    g.add_argument("--readonly", action="store_true",
-                   help="never write to the disk images")
-    g.add_argument("--cow", action="store_true",
-                   help="copy-on-write: writes go to memory, images stay unchanged")
+    mode = g.add_mutually_exclusive_group()
+    mode.add_argument("--readonly", action="store_true",
+                      help="never write to the disk images")
+    mode.add_argument("--cow", action="store_true",
+                      help="copy-on-write: writes go to memory, images stay unchanged")
     g.add_argument("--bios", metavar="FILE",
                    help="run this XT BIOS ROM instead of the built-in BIOS")
     g.add_argument("--option-rom", type=_option_rom, action="append", default=[],

@@ -82,10 +82,10 @@ class Machine:
             self._open_disks()
             self._build_plugins()
             self._load_firmware()
-        except Exception:
-            self.close()
+            self.reset()
+        except BaseException:
+            self.close()            # release the image locks at once
             raise
-        self.reset()
 
     # ------------------------------------------------------------------
     # construction
@@ -128,6 +128,9 @@ class Machine:
         from .storage import DiskImage, DiskImageError
         cfg = self.config
         mode = "cow" if cfg.cow else ("readonly" if cfg.readonly else "rw")
+        if mode == "rw":
+            _check_distinct_images([("A:", cfg.floppy_a), ("B:", cfg.floppy_b),
+                                    ("C:", cfg.hdd)])
         try:
             if cfg.floppy_a:
                 self.disks[0x00] = DiskImage(cfg.floppy_a, kind="floppy", mode=mode)
@@ -393,6 +396,25 @@ class Machine:
     @property
     def emulated_seconds(self):
         return self.clock() / CPU_HZ
+
+
+def _check_distinct_images(drives):
+    """One writable image behind two drives would be written through both
+    (and its lock would report it "in use" by this very instance)."""
+    seen = []
+    for drive, path in drives:
+        if not path:
+            continue
+        for other_drive, other_path in seen:
+            try:
+                same = os.path.samefile(path, other_path)
+            except OSError:
+                continue             # a missing file is reported when it is opened
+            if same:
+                raise MachineError(
+                    f"{path!r} is the image of both {other_drive} and {drive}; give each "
+                    f"drive its own image (or share it with --readonly or --cow)")
+        seen.append((drive, path))
 
 
 def _read_file(path, what):
