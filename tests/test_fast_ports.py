@@ -107,3 +107,21 @@ def test_polled_values_are_live():
     assert all(v % 2 == 0 for v in ch2.tolist())      # mode 3 counts by two (odd reload: even values)
     assert len(set(rows[:, 9].tolist())) > 1          # CGA status changes with time
     assert set((rows[:, 8] & 0x20).tolist()) == {0, 0x20}   # timer 2 output toggles on 62h
+
+
+def test_cga_video_ram_answers_at_b8000_and_bc000():
+    """MOV [BC00:0000],AX shows at B800:0000 and the other way round."""
+    with Machine(MachineConfig(plugins=["cga"])) as m:
+        m.run_seconds(0.3)
+        # mov ax,0BC00h / mov ds,ax / mov word [0],4F41h / mov ax,0B800h /
+        # mov ds,ax / mov byte [2],42h / hlt
+        code = bytes([0xB8, 0x00, 0xBC, 0x8E, 0xD8, 0xC7, 0x06, 0x00, 0x00, 0x41, 0x4F,
+                      0xB8, 0x00, 0xB8, 0x8E, 0xD8, 0xC6, 0x06, 0x02, 0x00, 0x42, 0xF4])
+        m.memory.write(CODE, code)
+        m.cpu.r.cs, m.cpu.r.ip = CODE >> 4, 0
+        m.cpu.r.flags = 0xF002
+        m.cpu.ctl[S.C_HALTED] = 0
+        m.run_for(2000)
+        assert m.memory.read(0xB8000, 3) == b"A\x4fB"
+        assert m.memory.read(0xBC000, 3) == b"A\x4fB"
+        assert m.screen_text()[0].startswith("AB")

@@ -26,11 +26,9 @@ Timing
 
 Video RAM
     The memory window is B8000h-BFFFFh (32 KiB) so that the 16 KiB of VRAM
-    answers at both B8000h and its mirror BC000h.  The CPU writes ``mem[]``
-    directly and the bus cannot alias pages yet, so the two halves are
-    separate bytes today: the card displays, and ``vram()`` reads, B8000h-
-    BBFFFh only.  ``memory_aliases`` states the mirror for when the bus can
-    alias pages (the bus would then make BC000h-BFFFFh the same bytes).
+    answers at both B8000h and its mirror BC000h: the bus marks the window
+    ``mirror_16k``, so a CPU (or BIOS) write to either half lands in both,
+    and the card renders from B8000h-BBFFFh.
 
 Rendering
     ``frame()`` returns the visible 640x200 area as ``uint8[200, 640, 3]`` in
@@ -150,8 +148,6 @@ class CGA(Device):
         capabilities=["video", "cga", "text40", "text80", "g320", "g640"],
     )
     adapter = "CGA"
-    # (alias base, target base, size): BC000h-BFFFFh shows B8000h-BBFFFh.
-    memory_aliases = [(VRAM_BASE + VRAM_SIZE, VRAM_BASE, VRAM_SIZE)]
 
     def __init__(self, memory=None, clock=None):
         self.memory = memory
@@ -168,6 +164,8 @@ class CGA(Device):
         if clock is not None:
             self.clock = clock
         self.memory.map_device(VRAM_BASE, WINDOW_SIZE, "cga")
+        if hasattr(self.memory, "mirror_16k"):
+            self.memory.mirror_16k(VRAM_BASE, WINDOW_SIZE)     # BC000h shows B8000h
         machine.ports.claim("cga", range(PORT_FIRST, PORT_LAST + 1),
                             read=self.port_read, write=self.port_write)
         if hasattr(machine.ports, "add_publisher"):

@@ -14,7 +14,7 @@ reads and writes them directly and the device reads the bytes when it draws.
 
 import numpy as np
 
-from ..cpu.state import MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PG_READONLY
+from ..cpu.state import MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PG_READONLY, PG_MIRROR_16K
 
 PAGE_SIZE = 1 << PAGE_SHIFT
 _WRITABLE_MASK = 0xFF & ~PG_READONLY   # as a uint8-sized int (numpy 2 rejects -2)
@@ -78,6 +78,17 @@ class MemoryMap:
         self.mem[base:base + size] = 0xFF
         self.mem[base:base + len(data)] = data
 
+    def mirror_16k(self, base, size=0x8000):
+        """Make the two 16 KiB halves of [base, base+size) one memory seen
+        twice (CGA video RAM at B8000h and BC000h): a write to either half
+        lands in both."""
+        if base % 0x8000 or size != 0x8000:
+            raise MemoryMapError(f"a 16 KiB mirror needs a 32 KiB-aligned 32 KiB window, "
+                                 f"not {base:#07x}+{size:#x}")
+        for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
+            self.page_flags[p] |= PG_MIRROR_16K
+        self.mem[base + 0x4000:base + 0x8000] = self.mem[base:base + 0x4000]
+
     def unmap(self, base, size):
         for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
             self.page_kind[p] = KIND_UNMAPPED
@@ -100,8 +111,11 @@ class MemoryMap:
         address &= MEM_SIZE - 1
         for i, b in enumerate(bytes(data)):
             a = (address + i) & (MEM_SIZE - 1)
-            if force or not self.page_flags[a >> PAGE_SHIFT] & PG_READONLY:
+            flags = self.page_flags[a >> PAGE_SHIFT]
+            if force or not flags & PG_READONLY:
                 self.mem[a] = b
+                if flags & PG_MIRROR_16K:
+                    self.mem[a ^ 0x4000] = b
 
     def read_byte(self, address):
         return int(self.mem[address & (MEM_SIZE - 1)])

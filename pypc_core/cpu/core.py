@@ -42,7 +42,7 @@ from .state import (
     C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
-    PG_READONLY, PG_WATCH_R, PG_WATCH_W,
+    PG_READONLY, PG_WATCH_R, PG_WATCH_W, PG_MIRROR_16K,
     XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
@@ -118,6 +118,8 @@ def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
     old = np.int64(mem[a])
     if not p & PG_READONLY:
         mem[a] = v
+        if p & PG_MIRROR_16K:
+            mem[a ^ 0x4000] = v
     if p & PG_RECORD:
         _record(ctl, eff, EFF_MEM_WRITE, a, v & 0xFF, old)
     if xf[a] & XF_WATCH_W:

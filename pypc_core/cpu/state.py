@@ -99,6 +99,7 @@ PAGE_COUNT = 1 << (20 - PAGE_SHIFT)
 PG_READONLY = 0x01    # ROM or unmapped: writes are ignored
 PG_WATCH_R = 0x02     # a memory-read watch covers part of this page
 PG_WATCH_W = 0x04     # a memory-write watch covers part of this page
+PG_MIRROR_16K = 0x10  # every byte is also at address ^ 4000h (a 16 KiB window seen twice)
 
 # --- per-byte execution flags (1 MiB) ---------------------------------------
 XF_BREAKPOINT = 0x01
