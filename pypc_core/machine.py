@@ -76,6 +76,7 @@ class Machine:
         self.disks = {}
         self.video = None
         self.bios = None
+        self.interrupts_taken = 0       # hardware interrupts dispatched (IRQs)
         self._closed = False
         try:
             self._build_chipset()
@@ -268,6 +269,7 @@ class Machine:
             if reason == S.EXIT_IRQ:
                 if self.pic.intr_pending():
                     cpu.interrupt(self.pic.acknowledge())
+                    self.interrupts_taken += 1
                 else:
                     self._set_intr(False)
                 self.ports.dirty = True
@@ -313,6 +315,7 @@ class Machine:
                     break
                 if reason == S.EXIT_IRQ:
                     cpu.interrupt(self.pic.acknowledge())
+                    self.interrupts_taken += 1
                     break
                 if reason == S.EXIT_TRAP:
                     self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))

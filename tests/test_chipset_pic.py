@@ -123,6 +123,13 @@ def test_edge_triggering(board):
     pic.pulse_irq(4)
     assert pic.intr_pending()
     assert pic.acknowledge() == 0x0C
+    eoi(m)
+    # An input that falls before the acknowledge withdraws its request.
+    pic.raise_irq(3)
+    assert pic.intr_pending()
+    pic.lower_irq(3)
+    assert not pic.intr_pending()
+    assert pic.acknowledge() == 0x0F              # default IR7
 
 
 def test_spurious_irq7(board):

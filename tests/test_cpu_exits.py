@@ -13,7 +13,7 @@ from pypc_core.cpu import Cpu
 from pypc_core.cpu import state as S
 
 CODE = 0x10100
-BIG = 1 << 40
+BIG = 20_000_000        # cycles: far more than any program here needs
 
 
 def make_cpu(code, ip=0x100, flags=0, **regs):
@@ -140,6 +140,32 @@ def test_in_with_segment_prefix_rewinds_to_the_prefix():
     assert cpu.r.al == 0x3C
     assert cpu.r.ip == 0x104
     assert cpu.instructions == 2
+
+
+def test_answered_in_completes_before_anything_else():
+    # While Python answers the IN, an IRQ may be raised and a breakpoint may
+    # sit on the IN: the answered IN must still complete first, once.
+    cpu = make_cpu([
+        0x90,               # 0100 nop
+        0xE4, 0x60,         # 0101 in al, 60h     <- breakpoint
+        0x40,               # 0103 inc ax
+        0xF4,               # 0104 hlt
+    ], flags=S.F_IF)
+    cpu.port_kind[0x60] = 1
+    cpu.xflags[CODE + 1] |= S.XF_BREAKPOINT
+    assert cpu.run(BIG) == S.EXIT_BREAKPOINT
+    cpu.ctl[S.C_SKIP_BP] = 1
+    assert cpu.run(BIG) == S.EXIT_IO_IN
+    assert cpu.r.ip == 0x101
+    cycles = cpu.cycles
+    cpu.ctl[S.C_INTR] = 1
+    cpu.answer_in(0x5A)
+    assert cpu.run(cycles) == S.EXIT_BUDGET       # even with the budget used up
+    assert cpu.r.al == 0x5A and cpu.r.ip == 0x103
+    assert cpu.cycles == cycles + 10
+    assert cpu.ctl[S.C_IO_READY] == 0
+    assert cpu.run(BIG) == S.EXIT_IRQ              # the IRQ comes after the IN
+    assert cpu.r.ip == 0x103 and cpu.r.ax == 0x005A
 
 
 def test_word_in_from_python_port():

@@ -68,16 +68,22 @@ class Pic8259(Device):
         if not self.lines & bit:
             return
         self.lines &= ~bit
-        if self.level_triggered:
+        # The 8259A's request follows its input until the acknowledge, in
+        # edge mode too: an input that falls first withdraws the request
+        # (the datasheet's "default IR7" case).  The edge detector only
+        # decides when a high level counts as a new request.
+        if self.irr & bit:
             self.irr &= ~bit
             self._update()
 
     def pulse_irq(self, n):
-        """A brief high pulse: latches the request (edge mode) and leaves the
-        input low again."""
-        self.lower_irq(n)
-        self.raise_irq(n)
-        self.lower_irq(n)
+        """A rising edge whose fall the machine has already passed (the
+        scheduler catches up in steps): the request stays latched until
+        acknowledged and the input is low again."""
+        bit = 1 << n
+        self.lines &= ~bit
+        self.irr |= bit
+        self._update()
 
     # -- priority resolution -----------------------------------------------
     def _highest(self, bits):

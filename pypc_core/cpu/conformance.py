@@ -109,8 +109,9 @@ class Runner:
         return "; ".join(diffs) or None
 
 
-def run_directory(directory, opcode=None, flag_mask=True, record=False, out=sys.stdout):
+def run_directory(directory, opcode=None, flag_mask=True, record=False, out=None):
     """Returns (passed, failed).  Raises VectorError for unusable input."""
+    out = sys.stdout if out is None else out
     if not os.path.isdir(directory):
         raise VectorError(f"{directory}: not a directory")
     masks = load_masks(directory) if flag_mask else {}

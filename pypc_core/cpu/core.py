@@ -534,6 +534,19 @@ def timer_read(pio, t, cycle):
 @njit(**JIT)
 def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
     """Enter interrupt ``vector``: push FLAGS, CS, ``return_ip``; clear IF/TF."""
+    if ctl[C_REP_RESUME] != 0:
+        # we are between two iterations of a REP string instruction that our
+        # own time slice paused (IP is on its first prefix): the 8088 returns
+        # to the last prefix before the opcode, losing any earlier ones
+        csb = np.int64(regs[CS]) << 4
+        ip = return_ip
+        while True:
+            op = mem[(csb + ip) & M20]
+            if not (op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E or op == 0xF0
+                    or op == 0xF1 or op == 0xF2 or op == 0xF3):
+                break
+            ip = (ip + 1) & 0xFFFF
+        return_ip = (ip - 1) & 0xFFFF
     fl = np.int64(regs[FLAGS])
     push_c(regs, mem, pf, xf, ctl, eff, fl)
     regs[FLAGS] = fl & ~(F_IF | F_TF)

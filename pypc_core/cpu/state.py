@@ -44,7 +44,7 @@ FLAGS_WRITABLE = 0x0FD5
 
 # --- ctl indices ----------------------------------------------------------
 C_CYCLES = 0          # emulated CPU cycles since power-on (4.77 MHz clock)
-C_INSTRUCTIONS = 1    # executed instruction boundaries (incl. HLT wait steps, IRQ entries)
+C_INSTRUCTIONS = 1    # executed instructions plus hardware interrupt entries (IRQ, NMI)
 C_DEADLINE = 2        # run() returns EXIT_BUDGET once C_CYCLES >= this
 C_EXIT = 3            # exit reason of the last run() (EXIT_*)
 C_EXIT_PORT = 4       # port of an EXIT_IO_IN / EXIT_IO_OUT

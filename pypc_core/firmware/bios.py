@@ -401,15 +401,17 @@ class Bios:
         """A guest polling an empty keyboard buffer in a tight loop (DOS at
         its prompt) is idle: after the service returns, halt until the next
         interrupt instead of spinning through thousands of polls per timer
-        tick.  Only tight loops qualify (fewer than TIGHT_POLL_INSTRUCTIONS
-        between two empty polls), so a game that polls once per frame keeps
-        its speed.  The decision depends on instruction counts only, so it is
-        deterministic."""
+        tick.  Only a tight loop qualifies: fewer than TIGHT_POLL_INSTRUCTIONS
+        since the previous empty poll and no interrupt in between, so a game
+        that polls once per frame, or a loop that halts between polls, keeps
+        its pace.  The decision depends only on instruction and interrupt
+        counts, so it is deterministic."""
         cpu = self.machine.cpu
-        now = int(cpu.ctl[S.C_INSTRUCTIONS])
+        now = (int(cpu.ctl[S.C_INSTRUCTIONS]), getattr(self.machine, "interrupts_taken", 0))
         last = self._last_empty_poll
         self._last_empty_poll = now
-        if last is not None and now - last < TIGHT_POLL_INSTRUCTIONS:
+        if (last is not None and now[1] == last[1]
+                and now[0] - last[0] < TIGHT_POLL_INSTRUCTIONS):
             cpu.regs[S.IP] = (int(cpu.regs[S.IP]) + 1) & 0xFFFF
             Registers(cpu.regs).if_ = True
             cpu.ctl[S.C_HALTED] = 1
