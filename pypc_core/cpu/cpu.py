@@ -104,6 +104,20 @@ class Cpu:
     def pc(self):
         return ((int(self.regs[S.CS]) << 4) + int(self.regs[S.IP])) & 0xFFFFF
 
+    def get_state(self):
+        """Registers and control words (memory belongs to the bus): copies
+        that ``set_state`` restores exactly, mid-REP and interrupt shadow
+        included."""
+        return {"regs": self.regs.copy(), "ctl": self.ctl.copy()}
+
+    def set_state(self, state):
+        regs = np.asarray(state["regs"], dtype=np.uint16)
+        ctl = np.asarray(state["ctl"], dtype=np.int64)
+        if regs.shape != self.regs.shape or ctl.shape != self.ctl.shape:
+            raise ValueError("CPU state has the wrong layout")
+        self.regs[:] = regs
+        self.ctl[:] = ctl
+
     def reset(self):
         """8088 reset: CS=FFFFh, IP=0, flags clear, other registers 0."""
         self.regs[:] = 0
