@@ -9,35 +9,11 @@ in the comment beside the bytes.  Layout used throughout: code at 1000:0100
 import numpy as np
 import pytest
 
-from pypc_core.cpu import Cpu
 from pypc_core.cpu import state as S
 
+from cpu_programs import BIG, load, make_cpu, set_vector
+
 CODE = 0x10100
-BIG = 20_000_000        # cycles: far more than any program here needs
-
-
-def make_cpu(code, ip=0x100, flags=0, **regs):
-    cpu = Cpu()
-    load(cpu, (0x1000 << 4) + ip, code)
-    cpu.regs[S.CS] = 0x1000
-    cpu.regs[S.IP] = ip
-    cpu.regs[S.SS] = 0x2000
-    cpu.regs[S.SP] = 0x1000
-    cpu.regs[S.DS] = 0x3000
-    cpu.regs[S.ES] = 0x3000
-    cpu.regs[S.FLAGS] = S.FLAGS_FIXED_ONES | flags
-    for name, value in regs.items():
-        setattr(cpu.r, name, value)
-    return cpu
-
-
-def load(cpu, linear, code):
-    code = bytes(code)
-    cpu.mem[linear:linear + len(code)] = np.frombuffer(code, dtype=np.uint8)
-
-
-def set_vector(cpu, n, seg, off):
-    cpu.mem[n * 4:n * 4 + 4] = [off & 0xFF, off >> 8, seg & 0xFF, seg >> 8]
 
 
 def stack_words(cpu, n):

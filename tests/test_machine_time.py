@@ -5,7 +5,6 @@ import numpy as np
 
 from pypc_core.bench import load_standard_loop
 from pypc_core.cpu import Cpu
-from pypc_core.cpu import state as S
 from pypc_core.machine import Machine, MachineConfig
 from pypc_core.system_bench import cpu_guest, floppy_image
 

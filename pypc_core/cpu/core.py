@@ -42,7 +42,7 @@ from .state import (
     C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
-    PG_READONLY, PG_WATCH_R, PG_WATCH_W, PG_MIRROR_16K,
+    PG_READONLY, PG_WATCH_R, PG_MIRROR_16K,
     XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
@@ -679,10 +679,6 @@ def op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, start_ip):
         regs[IP] = ip
         return 16 + eac + 8 * w if memop else 3
     f1 = 1 if rep != 0 else 0     # the REP prefix sets the microcode's F1 flag
-    if w:
-        bits_mask = 0xFFFF
-    else:
-        bits_mask = 0xFF
     if kind == 4 or kind == 5:   # MUL / IMUL
         a = np.int64(regs[AX]) if w else np.int64(r8[0])
         hi, lo, fl = multiply(a, v, w, kind == 5, f1, fl)
@@ -1620,7 +1616,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 ctl[C_REP_RESUME] = 0
                 cyc = 0          # the prefixes were paid for before the budget exit
             cyc += op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep,
-                             ip0, (ip - 2) & 0xFFFF, cycles + cyc, deadline, resumed)
+                             ip0, last_prefix_ip, cycles + cyc, deadline, resumed)
         elif op == 0xF6 or op == 0xF7:
             cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
         else:

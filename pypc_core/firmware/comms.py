@@ -15,7 +15,7 @@ function; with one it drives data/status/control (base, base+1, base+2) the
 IBM way (status bits 3 and 6 inverted).
 """
 
-from .memio import BDA_COM, BDA_LPT, PRTSC_STATUS
+from .memio import BDA_COM, BDA_LPT, PRTSC_STATUS, Service
 from .rom import baud_divisors
 
 LSR = 5
@@ -27,14 +27,7 @@ IER = 1
 LPT_ABSENT = 0x81
 
 
-class CommsService:
-    def __init__(self, bios):
-        self.bios = bios
-        self.mem = bios.mem
-
-    @property
-    def ports(self):
-        return self.bios.machine.ports
+class CommsService(Service):
 
     # -- INT 14h ----------------------------------------------------------------------
     def int14(self, r):

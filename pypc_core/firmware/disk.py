@@ -29,6 +29,7 @@ Choices (documented because a real controller would decide them):
 from ..storage.image import DiskImageError, DiskRangeError, DiskWriteProtected, SECTOR_SIZE
 from . import rom
 from .memio import (
+    Service,
     BDA_FD_MOTOR, BDA_FD_MOTOR_COUNT, BDA_FD_RECAL, BDA_FD_STATUS, BDA_HD_STATUS,
     linear,
 )
@@ -46,11 +47,7 @@ ST_TIMEOUT = 0x80
 MOTOR_TICKS = 37        # ticks until the motor turns off after an access (about 2 s)
 
 
-class DiskService:
-    def __init__(self, bios):
-        self.bios = bios
-        self.mem = bios.mem
-
+class DiskService(Service):
     # -- drives ---------------------------------------------------------------------
     @property
     def disks(self):

@@ -25,6 +25,7 @@ are ignored, as the XT BIOS does.
 """
 
 from .memio import (
+    Service,
     BDA, BDA_BREAK_FLAG, BDA_KB_ALT_INPUT, BDA_KB_BUF_END, BDA_KB_BUF_START,
     BDA_KB_BUFFER, BDA_KB_BUFFER_END, BDA_KB_FLAGS, BDA_KB_FLAGS1, BDA_KB_FLAGS3,
     BDA_KB_HEAD, BDA_KB_TAIL, BDA_RESET_FLAG,
@@ -105,10 +106,9 @@ PAUSE = "kb_pause"
 REBOOT = "kb_reboot"
 
 
-class KeyboardService:
+class KeyboardService(Service):
     def __init__(self, bios):
-        self.bios = bios
-        self.mem = bios.mem
+        super().__init__(bios)
         self.e1_pending = 0          # codes still to swallow after E1h
         self.waiting = False         # the guest waits for a key (INT 16h, see int16)
         self.empty_polls = 0         # INT 16h AH=00h/01h calls that found no key

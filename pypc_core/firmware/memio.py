@@ -128,3 +128,16 @@ class Mem:
     def set_vector(self, n, seg, off):
         self.ww(n * 4, off)
         self.ww(n * 4 + 2, seg)
+
+
+class Service:
+    """Base of the BIOS service groups (video, disk, keyboard, comms): the
+    BIOS they serve, its memory accessor and the machine's ports."""
+
+    def __init__(self, bios):
+        self.bios = bios
+        self.mem = bios.mem
+
+    @property
+    def ports(self):
+        return self.bios.machine.ports

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import rom
 from .memio import (
+    Service,
     BDA_ACTIVE_PAGE, BDA_CRT_MODE_SET, BDA_CRT_PALETTE, BDA_CRTC_BASE,
     BDA_CURSOR_POS, BDA_CURSOR_TYPE, BDA_VIDEO_COLS, BDA_VIDEO_MODE,
     BDA_VIDEO_PAGE_SIZE, BDA_VIDEO_PAGE_START, linear,
@@ -30,15 +31,8 @@ COLOR_PORT = 0x3D9
 GRAPHICS_MODES = (4, 5, 6)
 
 
-class VideoService:
-    def __init__(self, bios):
-        self.bios = bios
-        self.mem = bios.mem
-
+class VideoService(Service):
     # -- small helpers ----------------------------------------------------------
-    @property
-    def ports(self):
-        return self.bios.machine.ports
 
     @property
     def mode(self):
