@@ -1496,56 +1496,83 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         ip = (ip + 1) & 0xFFFF
         status = ST_OK
         # ---------------- hot families inline ----------------
-        if op < 0x40 and (op & 7) < 6:
-            # ALU r/m,reg / reg,r/m / AL|AX,imm
-            aop = op >> 3
-            w = op & 1
-            if op & 4:
-                if w:
-                    b = fetch16(mem, csb, ip)
-                    ip = (ip + 2) & 0xFFFF
-                    a = np.int64(regs[AX])
-                else:
-                    b = np.int64(mem[(csb + ip) & M20])
-                    ip = (ip + 1) & 0xFFFF
-                    a = np.int64(r8[0])
-                r, fl = alu(aop, a, b, np.int64(regs[FLAGS]), w)
-                if aop != 7:
-                    if w:
-                        regs[AX] = r
-                    else:
-                        r8[0] = r
-                regs[FLAGS] = fl
-                cyc += 4
-            else:
-                m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-                reg = (m >> 3) & 7
-                rmv = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
-                regv = get_reg(regs, r8, reg, w)
-                if op & 2:     # reg, r/m
-                    r, fl = alu(aop, regv, rmv, np.int64(regs[FLAGS]), w)
-                    if aop != 7:
-                        set_reg(regs, r8, reg, w, r)
-                    cyc += 3 if sb < 0 else 9 + eac + 4 * w
-                else:          # r/m, reg
-                    r, fl = alu(aop, rmv, regv, np.int64(regs[FLAGS]), w)
-                    if aop != 7:
-                        set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
-                        cyc += 3 if sb < 0 else 16 + eac + 8 * w
-                    else:
-                        cyc += 3 if sb < 0 else 9 + eac + 4 * w
-                regs[FLAGS] = fl
-            regs[IP] = ip
-        elif op >= 0x88 and op <= 0x8B:      # MOV
+        if (op < 0x40 and (op & 7) < 4) or (op >= 0x80 and op <= 0x8B
+                                            and (op < 0x84 or op >= 0x88)):
+            # the ModR/M data family in one place (one inlined copy of the
+            # operand access, which keeps the compile time down):
+            # 00-3F ALU r/m,reg and reg,r/m; 80-83 ALU r/m,imm; 88-8B MOV
             w = op & 1
             m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
             reg = (m >> 3) & 7
-            if op & 2:
-                set_reg(regs, r8, reg, w, get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w))
-                cyc += 2 if sb < 0 else 8 + eac + 4 * w
+            memop = sb >= 0
+            if op < 0x40:
+                aop = op >> 3
+                to_reg = (op & 2) != 0
+                src = get_reg(regs, r8, reg, w)
+            elif op < 0x84:
+                aop = reg
+                to_reg = False
+                if op == 0x81:
+                    src = fetch16(mem, csb, ip)
+                    ip = (ip + 2) & 0xFFFF
+                else:
+                    src = np.int64(mem[(csb + ip) & M20])
+                    ip = (ip + 1) & 0xFFFF
+                    if op == 0x83 and src & 0x80:
+                        src |= 0xFF00
             else:
-                set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, get_reg(regs, r8, reg, w))
-                cyc += 2 if sb < 0 else 9 + eac + 4 * w
+                aop = 8                      # MOV
+                to_reg = (op & 2) != 0
+                src = 0 if to_reg else get_reg(regs, r8, reg, w)
+            rmv = 0
+            if aop != 8 or to_reg:
+                rmv = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+            if aop == 8:
+                r = rmv if to_reg else src
+                if to_reg:
+                    cyc += 8 + eac + 4 * w if memop else 2
+                else:
+                    cyc += 9 + eac + 4 * w if memop else 2
+            else:
+                if to_reg:
+                    r, fl = alu(aop, src, rmv, np.int64(regs[FLAGS]), w)
+                else:
+                    r, fl = alu(aop, rmv, src, np.int64(regs[FLAGS]), w)
+                regs[FLAGS] = fl
+                if op >= 0x80:
+                    if memop:
+                        cyc += 10 + eac + 4 * w if aop == 7 else 17 + eac + 8 * w
+                    else:
+                        cyc += 4
+                elif memop:
+                    cyc += 9 + eac + 4 * w if (to_reg or aop == 7) else 16 + eac + 8 * w
+                else:
+                    cyc += 3
+            if aop != 7:
+                if to_reg:
+                    set_reg(regs, r8, reg, w, r)
+                else:
+                    set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
+            regs[IP] = ip
+        elif op < 0x40 and (op & 7) < 6:     # ALU AL|AX, imm
+            aop = op >> 3
+            w = op & 1
+            if w:
+                b = fetch16(mem, csb, ip)
+                ip = (ip + 2) & 0xFFFF
+                a = np.int64(regs[AX])
+            else:
+                b = np.int64(mem[(csb + ip) & M20])
+                ip = (ip + 1) & 0xFFFF
+                a = np.int64(r8[0])
+            r, fl = alu(aop, a, b, np.int64(regs[FLAGS]), w)
+            if aop != 7:
+                if w:
+                    regs[AX] = r
+                else:
+                    r8[0] = r
+            regs[FLAGS] = fl
+            cyc += 4
             regs[IP] = ip
         elif op >= 0x40 and op < 0x50:       # INC/DEC reg16
             r = op & 7
@@ -1576,27 +1603,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 cyc += 16
             else:
                 cyc += 4
-            regs[IP] = ip
-        elif op >= 0x80 and op <= 0x83:      # ALU r/m, imm
-            w = op & 1
-            m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
-            aop = (m >> 3) & 7
-            if op == 0x81:
-                b = fetch16(mem, csb, ip)
-                ip = (ip + 2) & 0xFFFF
-            else:
-                b = np.int64(mem[(csb + ip) & M20])
-                ip = (ip + 1) & 0xFFFF
-                if op == 0x83 and b & 0x80:
-                    b |= 0xFF00
-            a = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
-            r, fl = alu(aop, a, b, np.int64(regs[FLAGS]), w)
-            if aop != 7:
-                set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, r)
-                cyc += 4 if sb < 0 else 17 + eac + 8 * w
-            else:
-                cyc += 4 if sb < 0 else 10 + eac + 4 * w
-            regs[FLAGS] = fl
             regs[IP] = ip
         elif op >= 0xB0 and op < 0xC0:       # MOV reg, imm
             if op & 8:
