@@ -14,7 +14,6 @@ the next device event, so the guest sees the same thing at any host speed.
 """
 
 import os
-import time
 
 import attrs
 
@@ -25,8 +24,8 @@ from .cpu import state as S
 from .device import Device
 from .errors import PypcError
 from .scancodes import text_to_scancodes
+from .scheduler import CPU_HZ, Scheduler
 
-CPU_HZ = 4_772_727            # 14.31818 MHz / 3
 RAM_TOP = 640 * 1024
 
 
@@ -72,7 +71,7 @@ class Machine:
         self.cpu = Cpu(self.memory.mem, self.memory.page_flags, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
         self.devices = {}          # name -> Device (chipset and plugins)
-        self._timed = []           # devices with next_event()/advance()
+        self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
         self.disks = {}
         self.video = None
         self.bios = None
@@ -99,7 +98,7 @@ class Machine:
         self.devices[name] = device
         device.attach(self)
         if timed:
-            self._timed.append(device)
+            self.scheduler.add(device)
 
     def _set_intr(self, level):
         self.cpu.ctl[S.C_INTR] = 1 if level else 0
@@ -220,26 +219,32 @@ class Machine:
         self.cpu.reset()
         self.cpu.ctl[S.C_TRAP_ENABLE] = 0 if self.config.bios else 1
         self._set_intr(self.pic.intr_pending())
-        self._pacing_anchor = None
+        self.scheduler.reset()
 
-    def next_deadline(self, limit):
-        deadline = limit
-        for dev in self._timed:
-            ev = dev.next_event()
-            if ev is not None and ev < deadline:
-                deadline = ev
-        now = self.clock()
-        return max(deadline, now + 1) if deadline <= now else deadline
-
-    def _advance_devices(self):
-        now = self.clock()
-        for dev in self._timed:
-            ev = dev.next_event()
-            if ev is not None and ev <= now:
-                dev.advance(now)
-                self.ports.dirty = True
-        if self.ports.dirty:
-            self.ports.refresh()
+    def _service_exit(self, reason):
+        """Answer an exit that Python completes (port I/O, interrupt
+        acknowledge, firmware trap).  Returns False for the exits that stop
+        a run (breakpoint, watch, step)."""
+        cpu = self.cpu
+        ctl = cpu.ctl
+        if reason == S.EXIT_IO_OUT:
+            self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
+                             int(ctl[S.C_EXIT_WIDTH]))
+        elif reason == S.EXIT_IO_IN:
+            cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
+        elif reason == S.EXIT_IRQ:
+            if self.pic.intr_pending():
+                cpu.interrupt(self.pic.acknowledge())
+                self.interrupts_taken += 1
+            else:
+                self._set_intr(False)
+            self.ports.dirty = True
+        elif reason == S.EXIT_TRAP:
+            self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
+            self.ports.dirty = True
+        else:
+            return False
+        return True
 
     def run_for(self, cycles):
         """Run ``cycles`` emulated cycles (or until a breakpoint, watch or
@@ -249,34 +254,17 @@ class Machine:
     def run_until_cycle(self, target):
         cpu = self.cpu
         ctl = cpu.ctl
+        sched = self.scheduler
         while True:
             now = int(ctl[S.C_CYCLES])
             if now >= target:
                 return Stop("budget", now)
-            self._advance_devices()
-            deadline = self.next_deadline(target)
-            reason = cpu.run(deadline)
+            sched.catch_up()
+            reason = cpu.run(sched.deadline(target))
             if reason == S.EXIT_BUDGET or reason == S.EXIT_HALT:
-                self._pace()
+                sched.pace()
                 continue
-            if reason == S.EXIT_IO_OUT:
-                self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
-                                 int(ctl[S.C_EXIT_WIDTH]))
-                continue
-            if reason == S.EXIT_IO_IN:
-                cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
-                continue
-            if reason == S.EXIT_IRQ:
-                if self.pic.intr_pending():
-                    cpu.interrupt(self.pic.acknowledge())
-                    self.interrupts_taken += 1
-                else:
-                    self._set_intr(False)
-                self.ports.dirty = True
-                continue
-            if reason == S.EXIT_TRAP:
-                self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
-                self.ports.dirty = True
+            if self._service_exit(reason):
                 continue
             if reason == S.EXIT_BREAKPOINT:
                 return Stop("breakpoint", self.clock(), {"address": cpu.pc})
@@ -295,58 +283,26 @@ class Machine:
         return self.run_for(int(seconds * CPU_HZ))
 
     def step(self, record=False):
-        """Execute one instruction, answering port I/O, firmware traps and
-        interrupt acknowledges as the run loop does."""
+        """One Tick: execute one instruction, or enter a pending interrupt, or
+        run one firmware service.  Port I/O is answered as in a run; an IN
+        answered by Python completes within the same step."""
         cpu = self.cpu
         if record:
             cpu.begin_record()
         try:
             cpu.ctl[S.C_STEP] = 1
             while True:
-                self._advance_devices()
-                reason = cpu.run(self.clock() + (1 << 40))
-                ctl = cpu.ctl
-                if reason == S.EXIT_IO_IN:
-                    cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
-                    continue
-                if reason == S.EXIT_IO_OUT:
-                    self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
-                                     int(ctl[S.C_EXIT_WIDTH]))
+                self.scheduler.catch_up()
+                # a halted CPU waits at most until the next device event
+                reason = cpu.run(self.scheduler.deadline(self.clock() + CPU_HZ))
+                self._service_exit(reason)
+                if reason != S.EXIT_IO_IN:
                     break
-                if reason == S.EXIT_IRQ:
-                    cpu.interrupt(self.pic.acknowledge())
-                    self.interrupts_taken += 1
-                    break
-                if reason == S.EXIT_TRAP:
-                    self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
-                    break
-                if reason == S.EXIT_BUDGET and ctl[S.C_HALTED]:
-                    break
-                break
         finally:
             cpu.ctl[S.C_STEP] = 0
             if record:
                 cpu.end_record()
         return Stop("step", self.clock())
-
-    # ------------------------------------------------------------------
-    # pacing (wall clock only slows the loop; it never changes guest time)
-    # ------------------------------------------------------------------
-    def _pace(self):
-        speed = self.config.speed
-        if not speed:
-            return
-        now = time.perf_counter()
-        cycles = self.clock()
-        if self._pacing_anchor is None:
-            self._pacing_anchor = (now, cycles)
-            return
-        t0, c0 = self._pacing_anchor
-        ahead = (cycles - c0) / (CPU_HZ * speed) - (now - t0)
-        if ahead > 0.002:
-            time.sleep(ahead)
-        elif ahead < -0.25:
-            self._pacing_anchor = (now, cycles)   # we fell behind: don't race to catch up
 
     # ------------------------------------------------------------------
     # screen and input

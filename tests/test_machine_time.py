@@ -5,6 +5,7 @@ import numpy as np
 
 from pypc_core.bench import load_standard_loop
 from pypc_core.cpu import Cpu
+from pypc_core.cpu import state as S
 from pypc_core.machine import Machine, MachineConfig
 from pypc_core.system_bench import cpu_guest, floppy_image
 
@@ -52,3 +53,25 @@ def test_cpu_state_restores_exactly():
     assert np.array_equal(first[0], cpu.regs)
     assert np.array_equal(first[1], cpu.ctl)
     assert np.array_equal(first[2], cpu.mem)
+
+
+def test_machine_step_is_one_tick():
+    with Machine(MachineConfig()) as m:
+        m.run_seconds(0.3)                    # the BIOS waits for a key: halted
+        code = bytes([0xB0, 0x42,             # mov al, 42h
+                      0xE6, 0x80,             # out 80h, al   (unclaimed port)
+                      0xE4, 0x21,             # in al, 21h    (PIC IMR)
+                      0xFA, 0xF4])            # cli / hlt
+        m.memory.write(0x10000, code)
+        m.cpu.r.cs, m.cpu.r.ip = 0x1000, 0
+        m.cpu.r.if_ = False
+        m.cpu.ctl[S.C_HALTED] = 0
+        for ip in (2, 4, 6, 7, 8):
+            n = m.cpu.instructions
+            m.step()
+            assert m.cpu.r.ip == ip and m.cpu.instructions == n + 1
+        assert m.cpu.r.al == m.pic.imr
+        # a step of a halted CPU waits only until the next device event
+        before = m.clock()
+        m.step()
+        assert 0 < m.clock() - before <= 4 * 65536

@@ -1,0 +1,67 @@
+"""Emulated time: the CPU runs exactly to the next device deadline, devices
+catch up to the cycle they are told, and wall-clock pacing only ever slows
+the loop down (it never changes what the guest sees).
+
+Machine time is CPU cycles at 4.77 MHz (14.31818 MHz / 3).  A device with
+timed behaviour (the PIT's IRQ0 edges, the keyboard's byte delivery) answers
+``next_event()`` with the cycle of its next visible change and is advanced
+with ``advance(cycle)`` once the CPU has reached it.
+"""
+
+import time
+
+CPU_HZ = 4_772_727            # 14.31818 MHz / 3
+
+
+class Scheduler:
+    def __init__(self, clock, ports, speed=0.0):
+        self.clock = clock          # () -> current CPU cycle
+        self.ports = ports          # PortMap: refreshed after devices change
+        self.speed = speed          # 0: unpaced; 1.0: a real XT; N: N times that
+        self.timed = []
+        self._anchor = None
+
+    def add(self, device):
+        self.timed.append(device)
+
+    def reset(self):
+        self._anchor = None
+
+    def deadline(self, limit):
+        """The cycle the CPU may run to: ``limit`` or the first device event."""
+        deadline = limit
+        for dev in self.timed:
+            ev = dev.next_event()
+            if ev is not None and ev < deadline:
+                deadline = ev
+        now = self.clock()
+        return now + 1 if deadline <= now else deadline
+
+    def catch_up(self):
+        """Advance every device whose event has come, then bring the ports
+        the CPU answers itself up to date."""
+        now = self.clock()
+        ports = self.ports
+        for dev in self.timed:
+            ev = dev.next_event()
+            if ev is not None and ev <= now:
+                dev.advance(now)
+                ports.dirty = True
+        if ports.dirty:
+            ports.refresh()
+
+    def pace(self):
+        """Sleep while emulated time is ahead of ``speed`` times wall time."""
+        if not self.speed:
+            return
+        now = time.perf_counter()
+        cycles = self.clock()
+        if self._anchor is None:
+            self._anchor = (now, cycles)
+            return
+        t0, c0 = self._anchor
+        ahead = (cycles - c0) / (CPU_HZ * self.speed) - (now - t0)
+        if ahead > 0.002:
+            time.sleep(ahead)
+        elif ahead < -0.25:
+            self._anchor = (now, cycles)     # we fell behind: don't race to catch up
