@@ -12,7 +12,8 @@ from . import scancodes
 
 FRAME_S = 1 / 60
 DEFAULT_HEADLESS_TIMEOUT_S = 60.0
-TYPE_AFTER_IDLE_FRAMES = 6
+TYPE_AFTER_IDLE_FRAMES = 6          # built-in BIOS: frames in its keyboard wait
+TYPE_AFTER_STILL_FRAMES = 60         # another BIOS: frames of an unchanged screen
 
 
 def config_from_args(args):
@@ -90,6 +91,30 @@ def run(args):
         machine.close()
 
 
+class TypingReadiness:
+    """When ``--type`` may start.  With the built-in BIOS: once the guest has
+    sat in the BIOS keyboard wait for a few frames (DOS kernels poll the
+    keyboard while booting, and a key typed then would be eaten before the
+    prompt).  With another BIOS, whose waits we cannot see: once the text
+    screen has not changed for a second of emulated time.  Called once per
+    frame; depends on emulated state only."""
+
+    def __init__(self, machine):
+        self.machine = machine
+        self.frames = 0
+        self.last_screen = None
+
+    def ready(self):
+        m = self.machine
+        if m.bios is not None:
+            self.frames = self.frames + 1 if m.waiting_for_key() else 0
+            return self.frames >= TYPE_AFTER_IDLE_FRAMES
+        screen = m.screen_text()
+        self.frames = self.frames + 1 if screen == self.last_screen else 0
+        self.last_screen = screen
+        return self.frames >= TYPE_AFTER_STILL_FRAMES
+
+
 def run_headless(machine, args):
     """Exit 0 when ``--until-text`` appears (or the timeout passes without
     one being asked for), 1 on timeout; then print the text screen."""
@@ -98,13 +123,9 @@ def run_headless(machine, args):
     pending_type = unescape(args.type) if args.type is not None else None
     found = False
     frame = int(FRAME_S * CPU_HZ)
-    idle_frames = 0
+    readiness = TypingReadiness(machine)
     while True:
-        # type once the guest has sat in the keyboard wait for a few frames:
-        # DOS kernels poll the keyboard while booting, and a key typed then
-        # would be eaten before the prompt
-        idle_frames = idle_frames + 1 if machine.waiting_for_key() else 0
-        if pending_type is not None and idle_frames >= TYPE_AFTER_IDLE_FRAMES:
+        if pending_type is not None and readiness.ready():
             machine.type_text(pending_type)
             pending_type = None
         if args.until_text and machine.screen_contains(args.until_text):
@@ -207,6 +228,7 @@ def run_live(machine, args):
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
     pending_type = unescape(args.type) if args.type is not None else None
+    readiness = TypingReadiness(machine)
     frame = int(FRAME_S * CPU_HZ)
     tty.setcbreak(fd)
     try:
@@ -217,7 +239,7 @@ def run_live(machine, args):
                 while select.select([fd], [], [], 0)[0]:
                     data = os.read(fd, 64).decode("latin-1")
                     machine.press_keys(keys_from_terminal(data))
-                if pending_type is not None and machine.waiting_for_key():
+                if pending_type is not None and readiness.ready():
                     machine.type_text(pending_type)
                     pending_type = None
                 machine.run_for(frame)
