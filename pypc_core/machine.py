@@ -94,9 +94,17 @@ class Machine:
         """The current emulated CPU cycle."""
         return int(self.cpu.ctl[S.C_CYCLES])
 
-    def _add(self, name, device, timed=False):
+    def _add(self, name, device, timed=False, feeds_timed=False):
+        """Attach ``device``.  ``timed``: it has events (``next_event``);
+        ``feeds_timed``: its ports drive a timed device (the PPI gates the
+        PIT and clocks the keyboard).  Accesses to the ports of either kind
+        make the scheduler look at the deadlines again."""
+        owners = set(self.ports.claims())
         self.devices[name] = device
         device.attach(self)
+        if timed or feeds_timed:
+            for owner in set(self.ports.claims()) - owners:
+                self.ports.mark_timing(owner)
         if timed:
             self.scheduler.add(device)
 
@@ -118,7 +126,7 @@ class Machine:
         self.ppi = Ppi8255(keyboard=self.keyboard, pit=self.pit,
                            floppy_drives=self.floppy_drives, video="cga80",
                            memory_kib=cfg.memory_kib)
-        self._add("ppi", self.ppi)
+        self._add("ppi", self.ppi, feeds_timed=True)
         self.dma = Dma8237(memory=self.memory)
         self._add("dma", self.dma)
         self.nmi_mask = NmiMask()
@@ -259,8 +267,7 @@ class Machine:
             now = int(ctl[S.C_CYCLES])
             if now >= target:
                 return Stop("budget", now)
-            sched.catch_up()
-            reason = cpu.run(sched.deadline(target))
+            reason = cpu.run(sched.next_stop(target))
             if reason == S.EXIT_BUDGET or reason == S.EXIT_HALT:
                 sched.pace()
                 continue
@@ -321,11 +328,13 @@ class Machine:
 
     def press_keys(self, scancodes):
         self.keyboard.send_scancodes(list(scancodes))
+        self.scheduler.invalidate()
 
     def type_text(self, text):
         """Queue the make/break scan codes that type ``text`` (US layout;
         ``\\r`` or ``\\n`` is Enter)."""
         self.keyboard.send_scancodes(text_to_scancodes(text))
+        self.scheduler.invalidate()
 
     def waiting_for_key(self):
         """True while the guest sits in the BIOS keyboard wait (INT 16h)."""

@@ -20,12 +20,39 @@ class Scheduler:
         self.speed = speed          # 0: unpaced; 1.0: a real XT; N: N times that
         self.timed = []
         self._anchor = None
+        self._due = None
 
     def add(self, device):
         self.timed.append(device)
+        self.invalidate()
 
     def reset(self):
         self._anchor = None
+        self.invalidate()
+
+    def invalidate(self):
+        """Something outside the port map changed a device's timing (input
+        from the host, a snapshot): recompute the next deadline."""
+        self.ports.timing_dirty = True
+        self._due = None
+
+    def next_stop(self, limit):
+        """Catch devices up if their time has come and return the cycle the
+        CPU may run to.  The device deadline is cached until a device is
+        advanced or a timing-relevant port is touched, so exits that only
+        talk to other devices (video registers, EOIs) skip the scan."""
+        ports = self.ports
+        now = self.clock()
+        due = self._due
+        if due is None or now >= due or ports.timing_dirty:
+            self.catch_up()
+            ports.timing_dirty = False
+            due = self._due = self.deadline(1 << 62)
+        elif ports.dirty:
+            ports.refresh()
+        if due >= limit:
+            return limit if limit > now else now + 1
+        return due if due > now else now + 1
 
     def deadline(self, limit):
         """The cycle the CPU may run to: ``limit`` or the first device event."""

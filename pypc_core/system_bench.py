@@ -71,6 +71,25 @@ def report(name, fig):
           f"{fig['mips']:6.1f} MIPS")
 
 
+def machine_exit_us(outs=65535):
+    """µs per OUT to a Python-handled device port (the CGA's CRTC index) in
+    the whole machine: the exit, the scheduler and the device handler."""
+    from .cpu import state as S
+    with Machine(MachineConfig()) as m:
+        m.run_seconds(0.3)                       # the BIOS, then its key wait
+        # mov dx,3D4h; mov cx,N; l: out dx,al; loop l; cli; hlt
+        code = bytes([0xBA, 0xD4, 0x03, 0xB9, outs & 0xFF, outs >> 8,
+                      0xEE, 0xE2, 0xFD, 0xFA, 0xF4])
+        m.memory.write(0x10000, code)
+        m.cpu.r.cs, m.cpu.r.ip = 0x1000, 0
+        m.cpu.r.if_ = False
+        m.cpu.ctl[S.C_HALTED] = 0
+        t0 = time.perf_counter()
+        while not (m.cpu.ctl[S.C_HALTED] and m.cpu.r.ip == len(code)):
+            m.run_for(1_000_000)
+        return (time.perf_counter() - t0) / outs * 1e6
+
+
 def bench_system(argv=None):
     ap = argparse.ArgumentParser(prog="python -m pypc_core.bench system")
     ap.add_argument("--floppy", help="a DOS floppy image to boot and measure idle at its prompt")
@@ -90,6 +109,9 @@ def bench_system(argv=None):
             figures[f"{name}_emulated_mhz"] = round(fig["emulated_mhz"], 2)
             figures[f"{name}_x_real"] = round(fig["x_real"], 1)
             figures[f"{name}_mips"] = round(fig["mips"], 2)
+    exit_us = machine_exit_us()
+    print(f"{'OUT to a Python device port':<28} {exit_us:.2f} µs each (exit + scheduler + handler)")
+    figures["machine_exit_us"] = round(exit_us, 3)
     if args.floppy:
         with Machine(MachineConfig(floppy_a=args.floppy, cow=True)) as m:
             if not m.run_until_text(args.prompt, 120):

@@ -32,7 +32,10 @@ class PortMap:
         self.port_kind = np.zeros(65536, dtype=np.uint8)
         self.port_io = np.zeros(PIO_SIZE, dtype=np.int64)
         self._peek = {}
+        self._peek_owners = set()
+        self._timing_owners = set()
         self.dirty = False
+        self.timing_dirty = False       # a device with timed events may have changed
         self.fast_reads = True          # False: every claimed port exits to Python
         self._publishers = []
         self._owner = {}
@@ -65,7 +68,14 @@ class PortMap:
             if peek is not None:
                 self._peek[port] = peek
         if peek is not None:
+            self._peek_owners.add(owner)
             self.refresh()
+
+    def mark_timing(self, owner):
+        """Accesses to ``owner``'s ports can move a device event (the PIT,
+        or the PPI that gates it and clocks the keyboard): the scheduler
+        recomputes its deadline after them."""
+        self._timing_owners.add(owner)
 
     def add_publisher(self, publish):
         """``publish()`` re-publishes a device's in-CPU read model (PIT,
@@ -131,14 +141,25 @@ class PortMap:
         handler = self._read.get(port)
         if handler is None:
             return 0xFF
-        self.dirty = True
+        owner = self._owner[port]
+        if owner in self._peek_owners:
+            self.dirty = True
+        if owner in self._timing_owners:
+            self.timing_dirty = True
         return int(handler(port)) & 0xFF
 
     def write_byte(self, port, value):
         port &= 0xFFFF
         handler = self._write.get(port)
         if handler is not None:
-            self.dirty = True
+            # a write to a device whose reads the CPU answers may change
+            # them; a device that changes another's (an IRQ into the PIC)
+            # marks the map dirty itself
+            owner = self._owner[port]
+            if owner in self._peek_owners:
+                self.dirty = True
+            if owner in self._timing_owners:
+                self.timing_dirty = True
             handler(port, value & 0xFF)
             return True
         return port in self._owner

@@ -33,6 +33,7 @@ class Pic8259(Device):
     def attach(self, machine):
         machine.ports.claim(self.name, (self.base_port, self.base_port + 1),
                             read=self.port_read, write=self.port_write, peek=self.peek)
+        self._portmap = machine.ports
 
     def reset(self):
         self.irr = 0
@@ -53,6 +54,8 @@ class Pic8259(Device):
         self.poll = False           # OCW3 P: next read is the poll word
         self.special_mask = False
         self.intr = False
+
+    _portmap = None
 
     # -- interrupt inputs --------------------------------------------------
     def raise_irq(self, n):
@@ -114,6 +117,8 @@ class Pic8259(Device):
         return None
 
     def _update(self):
+        if self._portmap is not None:
+            self._portmap.dirty = True      # IRR/ISR/IMR may have changed
         level = self._resolve() is not None
         if level != self.intr:
             self.intr = level
