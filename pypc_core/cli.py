@@ -118,6 +118,9 @@ def add_run_arguments(parser):
     g.add_argument("--type", metavar="TEXT",
                    help="type TEXT on the keyboard once the machine runs "
                         r"(\n for Enter)")
+    g.add_argument("--type-after", metavar="TEXT",
+                   help="start typing --type only once TEXT is on the screen "
+                        "(e.g. the DOS prompt, so keys typed while DOS boots are not lost)")
     g.add_argument("--until-text", metavar="TEXT",
                    help="stop (exit 0) as soon as TEXT appears on the screen")
     g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",

@@ -91,6 +91,42 @@ def run(args):
         machine.close()
 
 
+def type_chunks(text):
+    """``--type`` text split after each Enter: every line is typed when the
+    guest waits for input again, so type-ahead never overflows the BIOS's
+    15-key buffer while a command runs."""
+    chunks, start = [], 0
+    for i, ch in enumerate(text):
+        if ch == "\r":
+            chunks.append(text[start:i + 1])
+            start = i + 1
+    if start < len(text):
+        chunks.append(text[start:])
+    return chunks
+
+
+class Typist:
+    """Feeds ``--type`` chunks as the guest becomes ready for each."""
+
+    def __init__(self, machine, text, after=None):
+        self.machine = machine
+        self.chunks = type_chunks(text) if text else []
+        self.readiness = TypingReadiness(machine)
+        self.after = after          # screen text that must appear first
+
+    def frame(self):
+        """Call once per emulated frame."""
+        if self.after is not None:
+            if not self.machine.screen_contains(self.after):
+                return
+            self.after = None
+        ready = self.readiness.ready()
+        if (self.chunks and ready
+                and self.machine.keyboard.typing_pending() == 0):
+            self.machine.type_text(self.chunks.pop(0))
+            self.readiness.frames = 0
+
+
 class TypingReadiness:
     """When ``--type`` may start.  With the built-in BIOS: once the guest has
     sat in the BIOS keyboard wait for a few frames (DOS kernels poll the
@@ -120,14 +156,12 @@ def run_headless(machine, args):
     one being asked for), 1 on timeout; then print the text screen."""
     timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
     end = machine.clock() + int(timeout * CPU_HZ)
-    pending_type = unescape(args.type) if args.type is not None else None
+    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
+                    getattr(args, "type_after", None))
     found = False
     frame = int(FRAME_S * CPU_HZ)
-    readiness = TypingReadiness(machine)
     while True:
-        if pending_type is not None and readiness.ready():
-            machine.type_text(pending_type)
-            pending_type = None
+        typist.frame()
         if args.until_text and machine.screen_contains(args.until_text):
             # text typed later may not be on screen yet; keep going only
             # until what was asked for is there
@@ -227,8 +261,8 @@ def run_live(machine, args):
         raise PypcError("the live display needs a terminal; use --headless for scripts")
     fd = sys.stdin.fileno()
     saved = termios.tcgetattr(fd)
-    pending_type = unescape(args.type) if args.type is not None else None
-    readiness = TypingReadiness(machine)
+    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
+                    getattr(args, "type_after", None))
     frame = int(FRAME_S * CPU_HZ)
     tty.setcbreak(fd)
     try:
@@ -239,9 +273,7 @@ def run_live(machine, args):
                 while select.select([fd], [], [], 0)[0]:
                     data = os.read(fd, 64).decode("latin-1")
                     machine.press_keys(keys_from_terminal(data))
-                if pending_type is not None and readiness.ready():
-                    machine.type_text(pending_type)
-                    pending_type = None
+                typist.frame()
                 machine.run_for(frame)
                 now = time.perf_counter()
                 if now - last > 1 / 15:

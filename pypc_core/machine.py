@@ -241,15 +241,16 @@ class Machine:
         elif reason == S.EXIT_IO_IN:
             cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
         elif reason == S.EXIT_IRQ:
+            # (the PIC marks the CPU-answered ports stale itself)
             if self.pic.intr_pending():
                 cpu.interrupt(self.pic.acknowledge())
                 self.interrupts_taken += 1
             else:
                 self._set_intr(False)
-            self.ports.dirty = True
         elif reason == S.EXIT_TRAP:
+            # the BIOS reaches devices only through the port map, which marks
+            # what it changes
             self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
-            self.ports.dirty = True
         else:
             return False
         return True
@@ -327,18 +328,27 @@ class Machine:
         return any(text in row for row in self.screen_text())
 
     def press_keys(self, scancodes):
-        self.keyboard.send_scancodes(list(scancodes))
+        """Send raw scan codes (make, or break = make | 80h), after anything
+        still being typed, at the typist's pace."""
+        self.keyboard.type_scancodes(list(scancodes))
         self.scheduler.invalidate()
 
     def type_text(self, text):
-        """Queue the make/break scan codes that type ``text`` (US layout;
-        ``\\r`` or ``\\n`` is Enter)."""
-        self.keyboard.send_scancodes(text_to_scancodes(text))
+        """Type ``text`` (US layout; ``\\r`` or ``\\n`` is Enter) through the
+        keyboard's typist, one byte every few milliseconds of emulated time."""
+        self.keyboard.type_scancodes(text_to_scancodes(text))
         self.scheduler.invalidate()
 
     def waiting_for_key(self):
-        """True while the guest sits in the BIOS keyboard wait (INT 16h)."""
-        return bool(self.bios is not None and self.bios.waiting_for_key)
+        """True while the guest sits in the BIOS keyboard wait (INT 16h)
+        with every key typed so far consumed: the typist's queue, the
+        keyboard and the BIOS buffer (0040:001A head = 001C tail) are empty."""
+        if self.bios is None or not self.bios.waiting_for_key:
+            return False
+        kb = self.keyboard
+        if kb.typing_pending() or kb.pending() or kb.full:
+            return False
+        return self.memory.read_word(0x41A) == self.memory.read_word(0x41C)
 
     def run_until_text(self, text, timeout_s, slice_s=1 / 60):
         """Run until ``text`` is on the screen; returns True, or False after

@@ -248,3 +248,25 @@ def test_state_round_trip():
     assert k2.get_state() == m.keyboard.get_state()
     assert p2.get_state() == m.ppi.get_state()
     assert k2.read_data() == 0x1E and k2.pending() == 2
+
+
+def test_typist_hands_long_text_to_the_keyboard_without_overflow():
+    from pypc_core.chipset.keyboard import XtKeyboard, TYPE_INTERVAL_CYCLES
+    now = [0]
+    kb = XtKeyboard(clock=lambda: now[0])
+    codes = [0x10 + (i % 20) for i in range(40)]          # far more than the 16-byte FIFO
+    kb.type_scancodes(codes)
+    got = []
+    for _ in range(2000):
+        ev = kb.next_event()
+        if ev is None:
+            break
+        now[0] = ev
+        kb.advance(ev)
+        if kb.full:                                       # the BIOS reads and acknowledges
+            got.append(kb.read_data())
+            kb.set_lines(clock_high=True, clear=True)
+            kb.set_lines(clock_high=True, clear=False)
+    assert got == codes
+    assert kb.overflow_count == 0
+    assert now[0] >= (len(codes) - 1) * TYPE_INTERVAL_CYCLES   # paced like fingers

@@ -29,4 +29,13 @@ def test_boot_to_prompt_and_dir(image):
             m.run_seconds(0.05)
         m.type_text("dir\r")
         assert m.run_until_text("bytes free", 30), "\n".join(m.screen_text())
+        # a file written through DOS and INT 13h (into the copy-on-write overlay)
+        for _ in range(20):
+            m.run_seconds(0.05)
+        m.type_text("echo hello pypc > pypc.txt\r")
+        m.run_seconds(3)
+        m.type_text("type pypc.txt\r")
+        m.run_seconds(3)
+        rows = [r.rstrip() for r in m.screen_text()]
+        assert "hello pypc" in rows, "\n".join(rows)
     assert hashlib.sha256(image.read_bytes()).hexdigest() == before

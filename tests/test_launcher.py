@@ -562,3 +562,10 @@ def test_machine_releases_its_locks_when_construction_fails(tmp_path, hello):
         Machine(MachineConfig(floppy_a=str(hello), bios=str(bad_bios)))
     with DiskImage(hello, mode="rw"):
         pass
+
+
+def test_type_text_is_split_after_each_enter():
+    from pypc_core.launcher import type_chunks
+    assert type_chunks("ver\recho a > b\rdir") == ["ver\r", "echo a > b\r", "dir"]
+    assert type_chunks("x") == ["x"]
+    assert type_chunks("") == []

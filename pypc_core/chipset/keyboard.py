@@ -20,6 +20,10 @@ resets the keyboard: its FIFO is emptied and it answers 0xAA after
 A byte arriving while the FIFO is full is dropped and counted
 (``overflow_count``); the keyboard then queues one 0xFF overrun code, as the
 real one does.  All times are emulated CPU cycles: deterministic.
+
+Text typed by the host (``type_scancodes``) goes through a *typist*: a host
+queue that hands one byte to the keyboard every ``type_interval`` cycles
+while its FIFO has room, as fingers would, so long text never overflows it.
 """
 
 from ..device import Device, DeviceDeclaration
@@ -28,6 +32,7 @@ CPU_HZ = 14_318_180 / 3
 BYTE_DELAY_CYCLES = 4773          # ~1 ms: one serial byte from the keyboard
 RESET_DELAY_CYCLES = 9545         # ~2 ms: self test before answering 0xAA
 RESET_HOLD_CYCLES = 4773          # clock held low >= ~1 ms resets it
+TYPE_INTERVAL_CYCLES = 119318     # 25 ms between typed bytes: 20 keys a second, a fast typist
 FIFO_SIZE = 16
 RESET_OK = 0xAA
 OVERRUN = 0xFF
@@ -38,7 +43,8 @@ class XtKeyboard(Device):
 
     def __init__(self, pic=None, clock=None, irq=1,
                  byte_delay=BYTE_DELAY_CYCLES, reset_delay=RESET_DELAY_CYCLES,
-                 reset_hold=RESET_HOLD_CYCLES, fifo_size=FIFO_SIZE):
+                 reset_hold=RESET_HOLD_CYCLES, fifo_size=FIFO_SIZE,
+                 type_interval=TYPE_INTERVAL_CYCLES):
         self.pic = pic
         self.clock = clock
         self.irq = irq
@@ -46,6 +52,7 @@ class XtKeyboard(Device):
         self.reset_delay = reset_delay
         self.reset_hold = reset_hold
         self.fifo_size = fifo_size
+        self.type_interval = type_interval
         self.reset()
 
     def attach(self, machine):
@@ -66,6 +73,8 @@ class XtKeyboard(Device):
         self.time = 0
         self.irq_level = False
         self.resets = 0             # clock-low resets seen (diagnostics)
+        self.typing = []            # the typist's queue (host side)
+        self.type_at = 0            # earliest cycle of the typist's next byte
 
     # -- time --------------------------------------------------------------
     def _now(self):
@@ -74,6 +83,9 @@ class XtKeyboard(Device):
         return max(self.time, self.clock())
 
     def next_event(self):
+        if self.typing and len(self.fifo) < self.fifo_size:
+            if self.send_at is None or self.type_at < self.send_at:
+                return self.type_at
         return self.send_at
 
     def advance(self, cycle):
@@ -84,6 +96,10 @@ class XtKeyboard(Device):
             self.data = self.fifo.pop(0)
             self.full = True
             self._set_irq(True)
+        if self.typing and self.type_at <= cycle and len(self.fifo) < self.fifo_size:
+            self.fifo.append(self.typing.pop(0))
+            self.type_at = cycle + self.type_interval
+            self._schedule(cycle)
 
     def _set_irq(self, level):
         if level == self.irq_level:
@@ -124,9 +140,20 @@ class XtKeyboard(Device):
         for code in codes:
             self._enqueue(code, now)
 
+    def type_scancodes(self, codes):
+        """Queue scan codes for the typist (see the module docstring)."""
+        now = self._now()
+        if not self.typing:
+            self.type_at = max(self.type_at, now)
+        self.typing.extend(int(c) & 0xFF for c in codes)
+
     def pending(self):
         """Bytes waiting in the keyboard (not yet in the shift register)."""
         return len(self.fifo)
+
+    def typing_pending(self):
+        """Bytes the typist has not handed to the keyboard yet."""
+        return len(self.typing)
 
     # -- system board side (driven by the PPI) -------------------------------
     def read_data(self):
@@ -161,14 +188,16 @@ class XtKeyboard(Device):
     # -- snapshots ---------------------------------------------------------
     _FIELDS = ("fifo", "overflow_count", "data", "full", "clock_high", "clear",
                "clock_low_since", "ready_at", "send_at", "time", "irq_level",
-               "resets")
+               "resets", "type_at")
 
     def get_state(self):
         state = {f: getattr(self, f) for f in self._FIELDS}
         state["fifo"] = list(self.fifo)
+        state["typing"] = list(self.typing)
         return state
 
     def set_state(self, state):
         for f in self._FIELDS:
             setattr(self, f, state[f])
         self.fifo = list(state["fifo"])
+        self.typing = list(state.get("typing", []))

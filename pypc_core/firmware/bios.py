@@ -55,8 +55,9 @@ DUMMY = rom.OFF_DUMMY_IRET
 BOOT_SECTOR = 0x7C00
 POST_STACK = (0x0000, 0x7C00)      # SS:SP during POST and boot
 
-# see Bios._poll_idle
+# see Bios._note_empty_poll and Bios.waiting_for_key
 TIGHT_POLL_INSTRUCTIONS = 2000
+WAIT_FRESH_INSTRUCTIONS = 20000
 
 
 class Bios:
@@ -162,6 +163,7 @@ class Bios:
         return eq
 
     _last_empty_poll = None
+    _wait_mark = 0
 
     # -- traps ----------------------------------------------------------------------------
     def on_trap(self, linear):
@@ -391,32 +393,32 @@ class Bios:
         return WAIT if self.keyboard.paused() else None
 
     def _svc_int16(self, r):
+        function = r.ah
         if self.keyboard.int16(r):
+            self._wait_mark = int(self.machine.cpu.ctl[S.C_INSTRUCTIONS])
             return WAIT
-        if r.ah == 0x01 and r.zf:
-            return self._poll_idle()
+        if function == 0x01 and r.zf:
+            self._note_empty_poll()
         return None
 
-    def _poll_idle(self):
-        """A guest polling an empty keyboard buffer in a tight loop (DOS at
-        its prompt) is idle: after the service returns, halt until the next
-        interrupt instead of spinning through thousands of polls per timer
-        tick.  Only a tight loop qualifies: fewer than TIGHT_POLL_INSTRUCTIONS
-        since the previous empty poll and no interrupt in between, so a game
-        that polls once per frame, or a loop that halts between polls, keeps
-        its pace.  The decision depends only on instruction and interrupt
-        counts, so it is deterministic."""
+    # An empty AH=01h poll counts as "waiting for a key" only inside a tight
+    # polling loop: DOS also polls once per command or batch line to catch
+    # Ctrl-C, and that is not a prompt (see Machine.waiting_for_key).
+
+    def _note_empty_poll(self):
+        """Note whether an empty AH=01h poll is part of a tight polling loop
+        (fewer than TIGHT_POLL_INSTRUCTIONS since the previous empty poll and
+        no interrupt in between): that is a guest waiting at a prompt, as
+        opposed to DOS checking for Ctrl-C once per command.  Only the host
+        side uses this (when to type); the guest runs exactly as it would."""
         cpu = self.machine.cpu
         now = (int(cpu.ctl[S.C_INSTRUCTIONS]), getattr(self.machine, "interrupts_taken", 0))
         last = self._last_empty_poll
         self._last_empty_poll = now
-        if (last is not None and now[1] == last[1]
-                and now[0] - last[0] < TIGHT_POLL_INSTRUCTIONS):
-            cpu.regs[S.IP] = (int(cpu.regs[S.IP]) + 1) & 0xFFFF
-            Registers(cpu.regs).if_ = True
-            cpu.ctl[S.C_HALTED] = 1
-            return JUMPED
-        return None
+        self.keyboard.waiting = (last is not None and now[1] == last[1]
+                                 and now[0] - last[0] < TIGHT_POLL_INSTRUCTIONS)
+        if self.keyboard.waiting:
+            self._wait_mark = now[0]
 
     def _svc_int10(self, r):
         self.video.int10(r)
@@ -480,10 +482,14 @@ class Bios:
     # -- keyboard helpers for the machine ----------------------------------------------------
     @property
     def waiting_for_key(self):
-        """True once the guest waits for a key: INT 16h AH=00h on an empty
-        buffer, or AH=01h polling an empty buffer; False after AH=00h
-        returned a key."""
-        return self.keyboard.waiting
+        """True while the guest waits for a key: INT 16h AH=00h on an empty
+        buffer, or a tight AH=01h polling loop on an empty buffer, seen
+        within the last WAIT_FRESH_INSTRUCTIONS (a guest that went off to
+        run a command is no longer waiting, even before it polls again)."""
+        if not self.keyboard.waiting:
+            return False
+        now = int(self.machine.cpu.ctl[S.C_INSTRUCTIONS])
+        return now - self._wait_mark < WAIT_FRESH_INSTRUCTIONS
 
     # -- snapshots ---------------------------------------------------------------------------
     def get_state(self):
