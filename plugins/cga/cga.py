@@ -231,7 +231,8 @@ class CGA(Device):
         elif p == 0x0C:
             self._latch_light_pen()
         # 3DAh, 3DDh-3DFh: writes ignored
-        self._publish_raster()
+        if p == 0x08 or p == 0x0B or p == 0x0C or (p < 8 and p & 1 and self.index < 10):
+            self._publish_raster()          # the status timing may have changed
 
     def crtc_read(self, reg):
         if reg in CRTC_READABLE:
