@@ -109,6 +109,9 @@ def add_run_arguments(parser):
                       help="never write to the disk images")
     mode.add_argument("--cow", action="store_true",
                       help="copy-on-write: writes go to memory, images stay unchanged")
+    mode.add_argument("--cow-dir", metavar="DIR",
+                      help="copy-on-write into side files DIR/IMAGE.cow that later runs "
+                           "with the same --cow-dir see again; images stay unchanged")
     g.add_argument("--bios", metavar="FILE",
                    help="run this XT BIOS ROM instead of the built-in BIOS")
     g.add_argument("--option-rom", type=_option_rom, action="append", default=[],

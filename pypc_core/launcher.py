@@ -26,7 +26,8 @@ def config_from_args(args):
     return MachineConfig(
         plugins=[p for p in args.plugins.split(",") if p],
         floppy_a=args.floppy, floppy_b=args.floppy_b, hdd=args.hdd,
-        hdd_geometry=args.hdd_geometry, readonly=args.readonly, cow=args.cow,
+        hdd_geometry=args.hdd_geometry, readonly=args.readonly,
+        cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
         plugin_manager=getattr(args, "plugin_manager", None), options=args)
 

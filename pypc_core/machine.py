@@ -42,6 +42,7 @@ class MachineConfig:
     hdd_geometry: tuple = None
     readonly: bool = False
     cow: bool = False
+    cow_dir: str = None                    # with cow: keep the overlays in DIR/NAME.cow
     bios: str = None                       # a third-party BIOS image instead of ours
     option_roms: list = attrs.Factory(list)   # [(path, segment)]
     memory_kib: int = 640
@@ -139,14 +140,25 @@ class Machine:
         if mode == "rw":
             _check_distinct_images([("A:", cfg.floppy_a), ("B:", cfg.floppy_b),
                                     ("C:", cfg.hdd)])
+        if cfg.cow_dir is not None and not os.path.isdir(cfg.cow_dir):
+            raise MachineError(f"{cfg.cow_dir}: the copy-on-write directory does not exist")
+
+        def side_file(path):
+            if cfg.cow_dir is None or mode != "cow":
+                return None
+            return os.path.join(cfg.cow_dir, os.path.basename(path) + ".cow")
+
         try:
             if cfg.floppy_a:
-                self.disks[0x00] = DiskImage(cfg.floppy_a, kind="floppy", mode=mode)
+                self.disks[0x00] = DiskImage(cfg.floppy_a, kind="floppy", mode=mode,
+                                             cow_file=side_file(cfg.floppy_a))
             if cfg.floppy_b:
-                self.disks[0x01] = DiskImage(cfg.floppy_b, kind="floppy", mode=mode)
+                self.disks[0x01] = DiskImage(cfg.floppy_b, kind="floppy", mode=mode,
+                                             cow_file=side_file(cfg.floppy_b))
             if cfg.hdd:
                 self.disks[0x80] = DiskImage(cfg.hdd, kind="hdd", mode=mode,
-                                             geometry=cfg.hdd_geometry)
+                                             geometry=cfg.hdd_geometry,
+                                             cow_file=side_file(cfg.hdd))
         except DiskImageError as exc:
             raise MachineError(str(exc)) from exc
 

@@ -569,3 +569,27 @@ def test_type_text_is_split_after_each_enter():
     assert type_chunks("ver\recho a > b\rdir") == ["ver\r", "echo a > b\r", "dir"]
     assert type_chunks("x") == ["x"]
     assert type_chunks("") == []
+
+
+def test_cow_dir_keeps_writes_in_a_side_file_across_runs(tmp_path):
+    """--cow-dir: the guest's writes survive into the next run through
+    DIR/IMAGE.cow; the image itself never changes."""
+    from pypc_core.machine import Machine, MachineConfig
+    img = floppy(tmp_path / "write.img", WRITE_BOOT)
+    before = sha(img)
+    cow_dir = tmp_path / "overlays"
+    cow_dir.mkdir()
+    with Machine(MachineConfig(floppy_a=str(img), cow=True, cow_dir=str(cow_dir))) as m:
+        m.run_seconds(2)
+        assert m.memory.read(0x500, 3) == b"\x00\x00\xAA"       # AH=0, CF=0, done
+        written = m.disks[0].read_sectors(1, 1)
+    assert sha(img) == before
+    assert (cow_dir / "write.img.cow").exists()
+    with Machine(MachineConfig(floppy_a=str(img), cow=True, cow_dir=str(cow_dir))) as m:
+        assert m.disks[0].read_sectors(1, 1) == written             # seen again
+    with Machine(MachineConfig(floppy_a=str(img), cow=True)) as m:
+        assert m.disks[0].read_sectors(1, 1) != written             # not without it
+    proc = pypc(*HEADLESS, "--floppy", img, "--cow-dir", tmp_path / "missing",
+                "--timeout", "1", cwd=tmp_path)
+    assert_one_line_error(proc, "copy-on-write directory")
+    assert sha(img) == before
