@@ -38,7 +38,7 @@ from .state import (
     C_CYCLES, C_INSTRUCTIONS, C_DEADLINE, C_EXIT, C_EXIT_PORT, C_EXIT_VALUE,
     C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_SKIP_BP,
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
-    C_WATCH_OLD, C_INSN_START, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
+    C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
     C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
@@ -1030,15 +1030,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         regs[FLAGS] = op_bcd(regs, r8, op, fl)
         regs[IP] = ip
         return (4 if op < 0x30 else 8), ST_OK
-    if op == 0x84 or op == 0x85:   # TEST r/m, reg
-        w = op & 1
-        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
-        a = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
-        b = get_reg(regs, r8, (m >> 3) & 7, w)
-        r, fl = alu_c(4, a, b, fl, w)
-        regs[FLAGS] = fl
-        regs[IP] = ip
-        return (3 if sb < 0 else 9 + eac + 4 * w), ST_OK
     if op == 0x86 or op == 0x87:   # XCHG r/m, reg
         w = op & 1
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
@@ -1249,28 +1240,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
         regs[IP] = ip
         return (2 if sb < 0 else 8 + eac), ST_OK
-    if op >= 0xE0 and op <= 0xE3:  # LOOPNE LOOPE LOOP JCXZ
-        d = np.int64(mem[(csb + ip) & M20])
-        ip = (ip + 1) & 0xFFFF
-        if d & 0x80:
-            d -= 256
-        if op == 0xE3:
-            take = regs[CX] == 0
-            cyc = 18 if take else 6
-        else:
-            cx = (np.int64(regs[CX]) - 1) & 0xFFFF
-            regs[CX] = cx
-            if op == 0xE2:
-                take = cx != 0
-                cyc = 17 if take else 5
-            elif op == 0xE1:
-                take = cx != 0 and (fl & F_ZF) != 0
-                cyc = 18 if take else 6
-            else:
-                take = cx != 0 and (fl & F_ZF) == 0
-                cyc = 19 if take else 5
-        regs[IP] = (ip + d) & 0xFFFF if take else ip
-        return cyc, ST_OK
     if (op >= 0xE4 and op <= 0xE7) or (op >= 0xEC and op <= 0xEF):   # IN / OUT
         w = op & 1
         if op < 0xE8:
@@ -1329,12 +1298,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         noff = fetch16(mem, csb, ip)
         regs[CS] = fetch16(mem, csb, ip + 2)
         regs[IP] = noff
-        return 15, ST_OK
-    if op == 0xEB:                 # JMP short
-        d = np.int64(mem[(csb + ip) & M20])
-        if d & 0x80:
-            d -= 256
-        regs[IP] = (ip + 1 + d) & 0xFFFF
         return 15, ST_OK
     if op == 0xF4:                 # HLT
         regs[IP] = ip
@@ -1470,7 +1433,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 else:
                     exit_reason = EXIT_BREAKPOINT
                     break
-        ctl[C_INSN_START] = pc
         tf = regs[FLAGS] & F_TF
         # ---------------- prefixes ----------------
         ip = ip0
@@ -1497,10 +1459,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         status = ST_OK
         # ---------------- hot families inline ----------------
         if (op < 0x40 and (op & 7) < 4) or (op >= 0x80 and op <= 0x8B
-                                            and (op < 0x84 or op >= 0x88)):
+                                            and (op < 0x86 or op >= 0x88)):
             # the ModR/M data family in one place (one inlined copy of the
             # operand access, which keeps the compile time down):
-            # 00-3F ALU r/m,reg and reg,r/m; 80-83 ALU r/m,imm; 88-8B MOV
+            # 00-3F ALU r/m,reg and reg,r/m; 80-83 ALU r/m,imm; 84-85 TEST;
+            # 88-8B MOV
             w = op & 1
             m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
             reg = (m >> 3) & 7
@@ -1508,6 +1471,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             if op < 0x40:
                 aop = op >> 3
                 to_reg = (op & 2) != 0
+                src = get_reg(regs, r8, reg, w)
+            elif op >= 0x84 and op <= 0x85:
+                aop = 4                      # TEST: AND without the store
+                to_reg = False
                 src = get_reg(regs, r8, reg, w)
             elif op < 0x84:
                 aop = reg
@@ -1539,7 +1506,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 else:
                     r, fl = alu(aop, rmv, src, np.int64(regs[FLAGS]), w)
                 regs[FLAGS] = fl
-                if op >= 0x80:
+                if op >= 0x84:               # TEST
+                    cyc += 9 + eac + 4 * w if memop else 3
+                    aop = 7                  # no store
+                elif op >= 0x80:
                     if memop:
                         cyc += 10 + eac + 4 * w if aop == 7 else 17 + eac + 8 * w
                     else:
@@ -1616,6 +1586,43 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         elif op == 0x90:
             regs[IP] = ip
             cyc += 3
+        elif op >= 0xE0 and op <= 0xE3:      # LOOPNE LOOPE LOOP JCXZ
+            d = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            if d & 0x80:
+                d -= 256
+            fl = np.int64(regs[FLAGS])
+            if op == 0xE3:
+                take = regs[CX] == 0
+                cyc += 18 if take else 6
+            else:
+                cx = (np.int64(regs[CX]) - 1) & 0xFFFF
+                regs[CX] = cx
+                if op == 0xE2:
+                    take = cx != 0
+                    cyc += 17 if take else 5
+                elif op == 0xE1:
+                    take = cx != 0 and (fl & F_ZF) != 0
+                    cyc += 18 if take else 6
+                else:
+                    take = cx != 0 and (fl & F_ZF) == 0
+                    cyc += 19 if take else 5
+            regs[IP] = (ip + d) & 0xFFFF if take else ip
+        elif op == 0xE8:                     # CALL near
+            d = fetch16(mem, csb, ip)
+            ip = (ip + 2) & 0xFFFF
+            push(regs, mem, pf, xf, ctl, eff, ip)
+            regs[IP] = (ip + d) & 0xFFFF
+            cyc += 23
+        elif op == 0xC3:                     # RET near
+            regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+            cyc += 20
+        elif op == 0xEB:                     # JMP short
+            d = np.int64(mem[(csb + ip) & M20])
+            if d & 0x80:
+                d -= 256
+            regs[IP] = (ip + 1 + d) & 0xFFFF
+            cyc += 15
         elif (op >= 0xA4 and op <= 0xA7) or (op >= 0xAA and op <= 0xAF):
             resumed = ctl[C_REP_RESUME] != 0
             if resumed:

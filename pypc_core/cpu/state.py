@@ -64,7 +64,6 @@ C_WATCH_HIT = 17      # linear address of the access that hit a memory watch
 C_WATCH_KIND = 18     # 1 read, 2 write
 C_WATCH_VALUE = 19    # byte read or written
 C_WATCH_OLD = 20      # byte before a write
-C_INSN_START = 21     # linear address of the instruction being executed
 C_TRAP_ENABLE = 22    # 1: firmware traps (exec flag bit 1) are honoured
 C_PREFIX_IP = 23      # IP of the first prefix of the current instruction
 C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
