@@ -379,6 +379,47 @@ class Machine:
     # ------------------------------------------------------------------
     # state
     # ------------------------------------------------------------------
+    def get_state(self):
+        """Everything the guest can observe, as copies: CPU, all of memory,
+        every device, the disks' copy-on-write overlays and change lines, the
+        BIOS's own state.  ``set_state`` restores it exactly, so a run from a
+        restored state repeats the original run cycle for cycle."""
+        return {
+            "cpu": self.cpu.get_state(),
+            "memory": self.memory.mem.copy(),
+            "devices": {name: dev.get_state() for name, dev in self.devices.items()},
+            "disks": {drive: disk.get_state() for drive, disk in self.disks.items()},
+            "bios": self.bios.get_state() if self.bios is not None else None,
+            "interrupts_taken": self.interrupts_taken,
+        }
+
+    def set_state(self, state):
+        """Restore a ``get_state`` of a machine built the same way (same
+        devices, drives and firmware); anything else is refused before
+        anything changes."""
+        if sorted(state.get("devices", {})) != sorted(self.devices):
+            raise MachineError("the state is of a machine with other devices: "
+                               f"{sorted(state.get('devices', {}))} vs {sorted(self.devices)}")
+        if sorted(state.get("disks", {})) != sorted(self.disks):
+            raise MachineError("the state is of a machine with other disk drives")
+        if (state.get("bios") is None) != (self.bios is None):
+            raise MachineError("the state is of a machine with other firmware")
+        mem = state["memory"]
+        if getattr(mem, "shape", None) != self.memory.mem.shape:
+            raise MachineError("the state's memory is not 1 MiB")
+        self.memory.mem[:] = mem
+        self.cpu.set_state(state["cpu"])
+        for name, dev in self.devices.items():
+            dev.set_state(state["devices"][name])
+        for drive, disk in self.disks.items():
+            disk.set_state(state["disks"][drive])
+        if self.bios is not None:
+            self.bios.set_state(state["bios"])
+        self.interrupts_taken = int(state.get("interrupts_taken", 0))
+        self._set_intr(self.pic.intr_pending())
+        self.ports.refresh()
+        self.scheduler.invalidate()
+
     @property
     def registers(self):
         return self.cpu.r

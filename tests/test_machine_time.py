@@ -75,3 +75,38 @@ def test_machine_step_is_one_tick():
         before = m.clock()
         m.step()
         assert 0 < m.clock() - before <= 4 * 65536
+
+
+def test_machine_state_restores_exactly(tmp_path):
+    """A run from a restored state repeats the original cycle for cycle:
+    timer interrupts, the BIOS, CGA, keyboard input and disk overlays."""
+    path = tmp_path / "cpu.img"
+    floppy_image(path, cpu_guest())
+    with Machine(MachineConfig(floppy_a=str(path), cow=True)) as m:
+        m.run_seconds(0.7)
+        m.disks[0].write_sectors(5, bytes([0xA5]) * 512)      # an overlay to carry
+        snap = m.get_state()
+        m.type_text("abc")
+        m.run_seconds(0.9)
+        first = guest_state(m) + (m.keyboard.get_state()["fifo"], m.pit.get_state())
+        m.set_state(snap)
+        assert m.disks[0].read_sectors(5, 1) == bytes([0xA5]) * 512
+        m.type_text("abc")
+        m.run_seconds(0.9)
+        again = guest_state(m) + (m.keyboard.get_state()["fifo"], m.pit.get_state())
+    assert first == again
+
+
+def test_machine_state_of_another_machine_is_refused(tmp_path):
+    import pytest
+    from pypc_core.machine import MachineError
+    path = tmp_path / "cpu.img"
+    floppy_image(path, cpu_guest())
+    with Machine(MachineConfig(floppy_a=str(path), cow=True)) as m:
+        m.run_seconds(0.2)
+        snap = m.get_state()
+    with Machine(MachineConfig()) as other:
+        before = guest_state(other)
+        with pytest.raises(MachineError, match="disk drives"):
+            other.set_state(snap)
+        assert guest_state(other) == before

@@ -498,6 +498,8 @@ class Bios:
             "boot_drive": self.boot_drive,
             "boot_failed": self.boot_failed,
             "posts": self.posts,
+            "last_empty_poll": self._last_empty_poll,
+            "wait_mark": self._wait_mark,
         }
 
     def set_state(self, state):
@@ -505,3 +507,6 @@ class Bios:
         self.boot_drive = state.get("boot_drive")
         self.boot_failed = bool(state.get("boot_failed", False))
         self.posts = int(state.get("posts", 0))
+        last = state.get("last_empty_poll")
+        self._last_empty_poll = None if last is None else tuple(last)
+        self._wait_mark = int(state.get("wait_mark", 0))
