@@ -113,10 +113,15 @@ def test_rom_layout():
     for addr in traps:
         assert m.memory.mem[addr] == 0x90
     names = set(traps.values())
-    for off, name in ((0xEC5A, "int13"), (0xF066, "int10"), (0xE82F, "int16"),
+    for off, name in ((0xEC5A, "int13"), (0xF066, "int10"),
                       (0xFEA7, "int08"), (0xE989, "int09"), (0xFE6F, "int1a"),
                       (0xE6F3, "int19"), (0xE05C, "post")):
         assert traps[0xF0000 + off] == name and name in names
+    # INT 16h answers AH=01h in 8088 code (STI; CMP AH,1; JNE service) and
+    # traps to Python for the other functions
+    assert image[0xE82E:0xE832] == bytes([0xFB, 0x80, 0xFC, 0x01]) and image[0xE832] == 0x75
+    service = 0xE834 + image[0xE833]
+    assert traps[0xF0000 + service] == "int16"
     # RETF 2 after the INT 13h trap keeps the service's flags
     assert image[0xEC5B:0xEC5E] == bytes([0xCA, 0x02, 0x00])
     # tables

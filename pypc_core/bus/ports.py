@@ -17,7 +17,8 @@ Two devices claiming one port is a start-up error naming both.
 
 import numpy as np
 
-from ..cpu.core import PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, RASTER_BASE, PIO_SIZE
+from ..cpu.core import (PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_STAMP,
+                        RASTER_BASE, STAMP_BASE, PIO_SIZE)
 
 PORT_UNCLAIMED = PORT_NONE
 PORT_PYTHON = PORT_PY
@@ -89,7 +90,7 @@ class PortMap:
         self.fast_reads = bool(enabled)
         if not self.fast_reads:
             kind = self.port_kind
-            kind[kind > PORT_PY] = PORT_PY
+            kind[(kind > PORT_PY) & (kind != PORT_STAMP)] = PORT_PY
             return
         self.refresh()
         for publish in self._publishers:
@@ -125,6 +126,21 @@ class PortMap:
             epoch_dots, line_dots, hdisp_dots, frame_dots, vdisp_lines, vsync_start,
             vsync_end, constant_bits, blank_bit, vsync_bit)
         self.port_kind[port] = PORT_RASTER
+
+    def claim_stamp(self, owner, port, burst_gap):
+        """A write-only port whose writes the CPU counts and time-stamps
+        without leaving the JIT (one per machine: the built-in BIOS marks
+        its empty keyboard polls with it).  Writes less than ``burst_gap``
+        cycles apart form a burst.  Reads give FFh."""
+        self.claim(owner, [port])
+        self.port_kind[port] = PORT_STAMP
+        self.port_io[STAMP_BASE:STAMP_BASE + 6] = (0, -(1 << 40), 0, 0, 0, burst_gap)
+
+    def stamp(self):
+        """(count, last write cycle, burst start cycle, writes in the burst,
+        last value) of the stamp port."""
+        io = self.port_io
+        return tuple(int(x) for x in io[STAMP_BASE:STAMP_BASE + 5])
 
     def owner(self, port):
         return self._owner.get(port & 0xFFFF)

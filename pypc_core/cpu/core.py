@@ -427,10 +427,15 @@ PORT_PY = 1        # a Python handler answers reads and writes (an exit)
 PORT_VALUE = 2     # reads return pio[port] (kept current by its device); writes exit
 PORT_RASTER = 3    # reads compute a video status byte from the cycle; writes exit
 PORT_TIMER = 4     # reads of an 8253 counter computed from the cycle; writes exit
+PORT_STAMP = 5     # writes are counted and time-stamped here, without an exit
 RASTER_BASE = 65536
 TIMER_BASE = RASTER_BASE + 16          # three counters, TIMER_SLOTS words each
 TIMER_SLOTS = 16
-PIO_SIZE = TIMER_BASE + 3 * TIMER_SLOTS
+# stamp port words: total count, cycle of the last write, first cycle of the
+# current burst, writes in the current burst, last value, the gap (cycles)
+# that ends a burst
+STAMP_BASE = TIMER_BASE + 3 * TIMER_SLOTS
+PIO_SIZE = STAMP_BASE + 6
 DOTS_PER_CYCLE = 3  # the 14.318 MHz dot clock is three CPU cycles
 CYCLES_PER_PIT_TICK = 4
 # counter model words (see chipset/pit.py, which publishes and reads them back)
@@ -1254,6 +1259,17 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             if ctl[C_RECORD]:
                 _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
             regs[IP] = ip
+            if pk[port] == PORT_STAMP:
+                # a firmware mark (the BIOS's empty keyboard poll): Python
+                # looks at the count and times when it wants, no exit
+                pio[STAMP_BASE] += 1
+                if now - pio[STAMP_BASE + 1] > pio[STAMP_BASE + 5]:
+                    pio[STAMP_BASE + 2] = now          # a new burst begins
+                    pio[STAMP_BASE + 3] = 0
+                pio[STAMP_BASE + 3] += 1
+                pio[STAMP_BASE + 1] = now
+                pio[STAMP_BASE + 4] = v
+                return cyc, ST_OK
             if pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0):
                 ctl[C_EXIT_PORT] = port
                 ctl[C_EXIT_VALUE] = v

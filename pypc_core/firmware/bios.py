@@ -55,9 +55,10 @@ DUMMY = rom.OFF_DUMMY_IRET
 BOOT_SECTOR = 0x7C00
 POST_STACK = (0x0000, 0x7C00)      # SS:SP during POST and boot
 
-# see Bios._note_empty_poll and Bios.waiting_for_key
-TIGHT_POLL_INSTRUCTIONS = 2000
+# see Bios.waiting_for_key
 WAIT_FRESH_INSTRUCTIONS = 20000
+POLL_BURST = 20
+POLL_BURST_GAP_CYCLES = 20_000     # about 4 ms
 
 
 class Bios:
@@ -106,6 +107,9 @@ class Bios:
         memory.map_rom(rom.BIOS_BASE, bytes(b.image), owner="bios")
         for linear in self._traps:
             memory.xflags[linear] |= S.XF_TRAP
+        ports = getattr(self.machine, "ports", None)
+        if ports is not None and hasattr(ports, "claim_stamp"):
+            ports.claim_stamp("bios", rom.IDLE_STAMP_PORT, POLL_BURST_GAP_CYCLES)
 
     # -- machine facts -------------------------------------------------------------------
     @property
@@ -162,7 +166,6 @@ class Bios:
         eq |= (len(self.lpt_ports()) & 3) << 14
         return eq
 
-    _last_empty_poll = None
     _wait_mark = 0
 
     # -- traps ----------------------------------------------------------------------------
@@ -393,32 +396,10 @@ class Bios:
         return WAIT if self.keyboard.paused() else None
 
     def _svc_int16(self, r):
-        function = r.ah
         if self.keyboard.int16(r):
             self._wait_mark = int(self.machine.cpu.ctl[S.C_INSTRUCTIONS])
             return WAIT
-        if function == 0x01 and r.zf:
-            self._note_empty_poll()
         return None
-
-    # An empty AH=01h poll counts as "waiting for a key" only inside a tight
-    # polling loop: DOS also polls once per command or batch line to catch
-    # Ctrl-C, and that is not a prompt (see Machine.waiting_for_key).
-
-    def _note_empty_poll(self):
-        """Note whether an empty AH=01h poll is part of a tight polling loop
-        (fewer than TIGHT_POLL_INSTRUCTIONS since the previous empty poll and
-        no interrupt in between): that is a guest waiting at a prompt, as
-        opposed to DOS checking for Ctrl-C once per command.  Only the host
-        side uses this (when to type); the guest runs exactly as it would."""
-        cpu = self.machine.cpu
-        now = (int(cpu.ctl[S.C_INSTRUCTIONS]), getattr(self.machine, "interrupts_taken", 0))
-        last = self._last_empty_poll
-        self._last_empty_poll = now
-        self.keyboard.waiting = (last is not None and now[1] == last[1]
-                                 and now[0] - last[0] < TIGHT_POLL_INSTRUCTIONS)
-        if self.keyboard.waiting:
-            self._wait_mark = now[0]
 
     def _svc_int10(self, r):
         self.video.int10(r)
@@ -482,14 +463,23 @@ class Bios:
     # -- keyboard helpers for the machine ----------------------------------------------------
     @property
     def waiting_for_key(self):
-        """True while the guest waits for a key: INT 16h AH=00h on an empty
-        buffer, or a tight AH=01h polling loop on an empty buffer, seen
-        within the last WAIT_FRESH_INSTRUCTIONS (a guest that went off to
-        run a command is no longer waiting, even before it polls again)."""
-        if not self.keyboard.waiting:
+        """True while the guest waits for a key: a blocking INT 16h AH=00h
+        read seen within the last WAIT_FRESH_INSTRUCTIONS, or a burst of at
+        least POLL_BURST empty AH=01h polls, each within
+        POLL_BURST_GAP_CYCLES of the one before and the last one recent --
+        a prompt's polling loop.  The CPU counts the polls on the stamp port
+        (see rom.build_rom); DOS's once-per-command Ctrl-C checks never make
+        such a burst.  Host side only: the guest never sees this."""
+        cpu = self.machine.cpu
+        if (self.keyboard.waiting and
+                int(cpu.ctl[S.C_INSTRUCTIONS]) - self._wait_mark < WAIT_FRESH_INSTRUCTIONS):
+            return True
+        ports = getattr(self.machine, "ports", None)
+        if ports is None or not hasattr(ports, "stamp"):
             return False
-        now = int(self.machine.cpu.ctl[S.C_INSTRUCTIONS])
-        return now - self._wait_mark < WAIT_FRESH_INSTRUCTIONS
+        _count, last, _start, burst, _value = ports.stamp()
+        now = int(cpu.ctl[S.C_CYCLES])
+        return burst >= POLL_BURST and now - last <= POLL_BURST_GAP_CYCLES
 
     # -- snapshots ---------------------------------------------------------------------------
     def get_state(self):
@@ -498,7 +488,6 @@ class Bios:
             "boot_drive": self.boot_drive,
             "boot_failed": self.boot_failed,
             "posts": self.posts,
-            "last_empty_poll": self._last_empty_poll,
             "wait_mark": self._wait_mark,
         }
 
@@ -507,6 +496,4 @@ class Bios:
         self.boot_drive = state.get("boot_drive")
         self.boot_failed = bool(state.get("boot_failed", False))
         self.posts = int(state.get("posts", 0))
-        last = state.get("last_empty_poll")
-        self._last_empty_poll = None if last is None else tuple(last)
         self._wait_mark = int(state.get("wait_mark", 0))

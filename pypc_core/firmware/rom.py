@@ -31,6 +31,7 @@ OFF_INT19 = 0xE6F2
 OFF_BAUD_TABLE = 0xE729
 OFF_INT14 = 0xE739
 OFF_INT16 = 0xE82E
+IDLE_STAMP_PORT = 0xE7     # the BIOS's empty-keyboard-poll mark (see build_rom)
 OFF_INT09 = 0xE987
 OFF_INT13 = 0xEC59
 OFF_INT0E = 0xEF57         # diskette controller IRQ 6
@@ -144,8 +145,12 @@ class RomBuilder:
         return self.emit(NOP)
 
     def jmp_short(self, label):
+        return self.jcc_short(0xEB, label)
+
+    def jcc_short(self, opcode, label):
+        """A two-byte relative jump (EBh, or a 7xh conditional) to ``label``."""
         self._fixups.append((self.pc, label))
-        return self.emit(0xEB, 0x00)
+        return self.emit(opcode, 0x00)
 
     def finish(self):
         for at, label in self._fixups:
@@ -314,7 +319,22 @@ def build_rom(font=None, hard_disks=(None, None)):
         b.emit(d.to_bytes(2, "little"))
 
     b.at(OFF_INT14).label("int14").emit(STI).trap("int14").emit(IRET)
-    b.at(OFF_INT16).label("int16").emit(STI).trap("int16").emit(RETF_2)
+    # INT 16h.  AH=01h (is a key waiting?) is answered in 8088 code: DOS
+    # shells poll it in a tight loop at their prompt, and a firmware trap per
+    # poll would cost ~10 us of host time each.  An empty poll is marked with
+    # an OUT to the BIOS's stamp port, which the CPU counts without leaving
+    # the JIT, so the machine still knows when the guest waits for a key.
+    b.at(OFF_INT16).label("int16").emit(STI)
+    b.emit(0x80, 0xFC, 0x01).jcc_short(0x75, "int16_service")    # cmp ah,1 / jne
+    b.emit(0x53, 0x1E)                                          # push bx / push ds
+    b.emit(0xBB, 0x40, 0x00, 0x8E, 0xDB)                        # mov bx,40h / mov ds,bx
+    b.emit(0x8B, 0x1E, 0x1A, 0x00)                              # mov bx,[001Ah]  head
+    b.emit(0x3B, 0x1E, 0x1C, 0x00)                              # cmp bx,[001Ch]  tail
+    b.jcc_short(0x74, "int16_empty")                            # je empty (ZF=1)
+    b.emit(0x8B, 0x07, 0x1F, 0x5B, RETF_2)                      # mov ax,[bx] / pop ds / pop bx
+    b.label("int16_empty").emit(0xE6, IDLE_STAMP_PORT)          # out stamp,al (flags kept)
+    b.emit(0x1F, 0x5B, RETF_2)                                  # pop ds / pop bx / retf 2
+    b.label("int16_service").trap("int16").emit(RETF_2)
 
     # INT 09h: the service picks one of the exits below by setting IP
     b.at(OFF_INT09).label("int09").emit(STI, PUSH_AX).trap("int09")
