@@ -32,6 +32,7 @@ Argument conventions:
 import numpy as np
 from numba import njit
 
+from .cache_key import invalidate_if_stale
 from .state import (
     AX, CX, DX, BX, SP, BP, SI, DI, ES, CS, SS, DS, IP, FLAGS,
     F_CF, F_PF, F_AF, F_ZF, F_SF, F_TF, F_IF, F_DF, F_OF,
@@ -46,6 +47,8 @@ from .state import (
     XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
+
+invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
 JIT = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
 # Small helpers are inlined at numba-IR level: numba links separately
