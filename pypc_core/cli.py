@@ -136,7 +136,9 @@ def add_run_arguments(parser):
 def build_parser():
     parser = _Parser(
         prog="pypc",
-        description="An IBM PC/XT (8088) emulator. Without a subcommand, 'run' is assumed.")
+        description="An IBM PC/XT (8088) emulator. Without a subcommand, 'run' is assumed.",
+        epilog="pypc screenshot PNG [run options]: boot headless and unpaced (3 emulated "
+               "seconds unless --timeout or --until-text) and write the screen to PNG.")
     parser.add_argument("--version", action="version", version=f"pypc {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="build and run a machine (default)",
