@@ -26,8 +26,6 @@ from .errors import PypcError
 from .scancodes import text_to_scancodes
 from .scheduler import CPU_HZ, Scheduler
 
-RAM_TOP = 640 * 1024
-
 
 class MachineError(PypcError):
     """The machine cannot be built as configured (bad image, bad ROM...)."""
@@ -54,7 +52,7 @@ class MachineConfig:
 @attrs.define
 class Stop:
     """Why a run returned."""
-    kind: str                 # budget | breakpoint | watch | step | halt | text | predicate
+    kind: str                 # budget | breakpoint | watch | step
     cycles: int
     detail: dict = attrs.Factory(dict)
 
@@ -84,6 +82,7 @@ class Machine:
             self._build_plugins()
             self._load_firmware()
             self.reset()
+            self.plugin_manager.hook.pypc_machine_ready(machine=self)
         except BaseException:
             self.close()            # release the image locks at once
             raise

@@ -110,3 +110,26 @@ def test_machine_state_of_another_machine_is_refused(tmp_path):
         with pytest.raises(MachineError, match="disk drives"):
             other.set_state(snap)
         assert guest_state(other) == before
+
+
+def test_plugins_hear_machine_ready_and_shutdown():
+    from pypc_core import hookimpl
+    from pypc_core.plugins import PluginManager
+
+    heard = []
+
+    class Listener:
+        @hookimpl
+        def pypc_machine_ready(self, machine):
+            heard.append(("ready", machine.clock(), machine.cpu.r.cs))
+
+        @hookimpl
+        def pypc_machine_shutdown(self, machine):
+            heard.append(("shutdown",))
+
+    pm = PluginManager()
+    pm.select(["cga"])
+    pm.pm.register(Listener(), name="listener")
+    with Machine(MachineConfig(plugin_manager=pm)):
+        assert heard == [("ready", 0, 0xFFFF)]             # built, reset, not run
+    assert heard[-1] == ("shutdown",)
