@@ -297,18 +297,23 @@ class PluginManager:
     def _device_keys(self):
         return [self.sources[DEVICE_GROUP][n].key for n in self.selected]
 
+    def _collect(self, hook_name, expected, **kwargs):
+        """``[(plugin_name, item)]`` from ``hook_name`` of every selected
+        device plugin, each result checked to be an ``expected``."""
+        out = []
+        for key, result in self._call_each(hook_name, self._device_keys(), **kwargs):
+            name = key.split(":", 1)[1]
+            for item in _as_list(result):
+                if not isinstance(item, expected):
+                    raise PluginError(
+                        f"device plugin {name!r}: {hook_name} returned {item!r}, "
+                        f"expected a {expected.__module__}.{expected.__name__}")
+                out.append((name, item))
+        return out
+
     def declarations(self):
         """``[(plugin_name, DeviceDeclaration)]`` of the selected devices."""
-        out = []
-        for key, result in self._call_each("pypc_device_declare", self._device_keys()):
-            name = key.split(":", 1)[1]
-            for decl in _as_list(result):
-                if not isinstance(decl, DeviceDeclaration):
-                    raise PluginError(
-                        f"device plugin {name!r}: pypc_device_declare returned "
-                        f"{decl!r}, expected a pypc_core.device.DeviceDeclaration")
-                out.append((name, decl))
-        return out
+        return self._collect("pypc_device_declare", DeviceDeclaration)
 
     def check_declarations(self):
         """Raise ``PortConflictError`` if two selected devices declare one
@@ -324,17 +329,7 @@ class PluginManager:
 
         :return: ``[(plugin_name, Device)]``.
         """
-        out = []
-        for key, result in self._call_each(
-                "pypc_device_create", self._device_keys(), machine=machine):
-            name = key.split(":", 1)[1]
-            for device in _as_list(result):
-                if not isinstance(device, Device):
-                    raise PluginError(
-                        f"device plugin {name!r}: pypc_device_create returned "
-                        f"{device!r}, expected a pypc_core.device.Device")
-                out.append((name, device))
-        return out
+        return self._collect("pypc_device_create", Device, machine=machine)
 
     def add_cli_options(self, parser):
         """Let the registered plugins add their options (``pypc_cli_add_options``)."""
