@@ -6,6 +6,8 @@ import select
 import sys
 import time
 
+import numpy as np
+
 from .errors import PypcError
 from .machine import CPU_HZ, Machine, MachineConfig
 from . import scancodes
@@ -201,8 +203,10 @@ _ESCAPES = {"[A": "up", "[B": "down", "[C": "right", "[D": "left", "[H": "home",
             "[18~": "f7", "[19~": "f8", "[20~": "f9", "[21~": "f10"}
 
 
-def render_rich(machine):
-    """A rich Text of the screen with the CGA attribute colours."""
+def render_rich(machine, width=80, height=25):
+    """A rich Text of the screen: text modes cell by cell in the CGA
+    attribute colours; graphics modes as half-block pixels (two pixel rows
+    per character), sampled to fit ``width`` x ``height`` characters."""
     from rich.text import Text
     video = machine.video
     text = Text()
@@ -210,8 +214,7 @@ def render_rich(machine):
         text.append("(no video plugin)")
         return text
     if video.mode_name() not in ("Text40", "Text80"):
-        text.append(f"(graphics mode {video.mode_name()}: use --screenshot or the VNC viewer)")
-        return text
+        return render_graphics(video.frame(), width, height)
     cells = video.text_page()["cells"]
     for r, row in enumerate(cells):
         for cell in row:
@@ -220,6 +223,35 @@ def render_rich(machine):
             ch = cell["char"]
             text.append(ch if ch >= " " else " ", style=f"{fg} on {bg}")
         if r != len(cells) - 1:
+            text.append("\n")
+    return text
+
+
+def render_graphics(rgb, width, height):
+    """Half-block picture of an RGB frame (``uint8[H, W, 3]``): each
+    character is one sampled pixel on top (foreground of U+2580) and one below
+    (background).  Adjacent characters of one colour pair share a span."""
+    from rich.text import Text
+    h, w = rgb.shape[:2]
+    cols = max(1, min(width, w))
+    rows = max(1, min(height, h // 2))
+    ys = (np.arange(rows * 2) * h) // (rows * 2)
+    xs = (np.arange(cols) * w) // cols
+    sample = rgb[ys][:, xs]
+    text = Text()
+    for r in range(rows):
+        top, bottom = sample[2 * r], sample[2 * r + 1]
+        run_style, run_len = None, 0
+        for c in range(cols):
+            t, b = top[c], bottom[c]
+            style = f"#{t[0]:02x}{t[1]:02x}{t[2]:02x} on #{b[0]:02x}{b[1]:02x}{b[2]:02x}"
+            if style != run_style and run_len:
+                text.append("\u2580" * run_len, style=run_style)
+                run_len = 0
+            run_style = style
+            run_len += 1
+        text.append("\u2580" * run_len, style=run_style)
+        if r != rows - 1:
             text.append("\n")
     return text
 
@@ -267,7 +299,11 @@ def run_live(machine, args):
     frame = int(FRAME_S * CPU_HZ)
     tty.setcbreak(fd)
     try:
-        with Live(render_rich(machine), console=console, refresh_per_second=15,
+        def screen():
+            size = console.size
+            return render_rich(machine, size.width, max(1, size.height - 1))
+
+        with Live(screen(), console=console, refresh_per_second=15,
                   screen=False) as live:
             last = 0.0
             while True:
@@ -278,7 +314,7 @@ def run_live(machine, args):
                 machine.run_for(frame)
                 now = time.perf_counter()
                 if now - last > 1 / 15:
-                    live.update(render_rich(machine))
+                    live.update(screen())
                     last = now
                 if args.until_text and machine.screen_contains(args.until_text):
                     break

@@ -593,3 +593,26 @@ def test_cow_dir_keeps_writes_in_a_side_file_across_runs(tmp_path):
                 "--timeout", "1", cwd=tmp_path)
     assert_one_line_error(proc, "copy-on-write directory")
     assert sha(img) == before
+
+
+def test_live_view_draws_graphics_modes_with_half_blocks():
+    import numpy as np
+    from pypc_core.launcher import render_graphics, render_rich
+    from pypc_core.machine import Machine, MachineConfig
+
+    rgb = np.zeros((200, 640, 3), np.uint8)
+    rgb[:100] = (255, 0, 0)
+    rgb[100:] = (0, 0, 255)
+    text = render_graphics(rgb, 40, 10)
+    lines = text.plain.split("\n")
+    assert len(lines) == 10 and all(line == "\u2580" * 40 for line in lines)
+    styles = {str(span.style) for span in text.spans}
+    assert styles == {"#ff0000 on #ff0000", "#0000ff on #0000ff"}
+
+    with Machine(MachineConfig()) as m:
+        m.run_seconds(0.2)
+        m.ports.write(0x3D8, 0x0A)               # 320x200 graphics, video on
+        m.memory.write(0xB8000, b"\xff" * 0x2000)  # even lines: colour 3
+        shown = render_rich(m, 80, 25)
+        assert shown.plain.split("\n")[0] == "\u2580" * 80
+        assert len(shown.plain.split("\n")) == 25
