@@ -1025,6 +1025,14 @@ def op_bcd(regs, r8, op, fl):
 def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip, now):
     """Everything not handled inline in run().  Returns (cycles, status)."""
     fl = np.int64(regs[FLAGS])
+    # most frequent first: this chain is tested in order
+    if op == 0xFE or op == 0xFF:
+        return op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+    if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        regs[8 + ((m >> 3) & 3)] = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
+        regs[IP] = ip
+        return (2 if sb < 0 else 12 + eac), ST_INHIBIT
     # --- segment register push/pop (06 07 0E 0F 16 17 1E 1F)
     if op < 0x20 and (op & 7) >= 6:
         seg = 8 + ((op >> 3) & 3)
@@ -1034,20 +1042,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             return 12, ST_INHIBIT
         push_c(regs, mem, pf, xf, ctl, eff, np.int64(regs[seg]))
         return 14, ST_OK
-    if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
-        regs[FLAGS] = op_bcd(regs, r8, op, fl)
-        regs[IP] = ip
-        return (4 if op < 0x30 else 8), ST_OK
-    if op == 0x86 or op == 0x87:   # XCHG r/m, reg
-        w = op & 1
-        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
-        reg = (m >> 3) & 7
-        a = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
-        b = get_reg(regs, r8, reg, w)
-        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, b)
-        set_reg(regs, r8, reg, w, a)
-        regs[IP] = ip
-        return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
     if op == 0x8C:                 # MOV r/m, sreg
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1, np.int64(regs[8 + ((m >> 3) & 3)]))
@@ -1064,11 +1058,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             pass
         regs[IP] = ip
         return 2 + eac, ST_OK
-    if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
-        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
-        regs[8 + ((m >> 3) & 3)] = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
-        regs[IP] = ip
-        return (2 if sb < 0 else 12 + eac), ST_INHIBIT
     if op == 0x8F:                 # POP r/m (reg field ignored)
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         v = pop_c(regs, mem, pf, xf, ctl, eff)
@@ -1336,8 +1325,20 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         if op == 0xFB:
             return 2, ST_INHIBIT
         return 2, ST_OK
-    if op == 0xFE or op == 0xFF:
-        return op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+    if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
+        regs[FLAGS] = op_bcd(regs, r8, op, fl)
+        regs[IP] = ip
+        return (4 if op < 0x30 else 8), ST_OK
+    if op == 0x86 or op == 0x87:   # XCHG r/m, reg
+        w = op & 1
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        reg = (m >> 3) & 7
+        a = get_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
+        b = get_reg(regs, r8, reg, w)
+        set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, b)
+        set_reg(regs, r8, reg, w, a)
+        regs[IP] = ip
+        return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
     # unreachable: every opcode is decoded above or in run()
     regs[IP] = ip
     return 2, ST_OK
