@@ -68,7 +68,6 @@ def load_standard_loop(cpu, outer, inner):
     cpu.regs[S.SP] = 0xFFFE
     cpu.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
     cpu.ctl[:] = 0
-    cpu.ctl[S.C_SEG_OVERRIDE] = -1
 
 
 def run_standard_loop(cpu, outer, inner):

@@ -311,9 +311,8 @@ class Machine:
         try:
             cpu.ctl[S.C_STEP] = 1
             while True:
-                self.scheduler.catch_up()
                 # a halted CPU waits at most until the next device event
-                reason = cpu.run(self.scheduler.deadline(self.clock() + CPU_HZ))
+                reason = cpu.run(self.scheduler.next_stop(self.clock() + CPU_HZ))
                 self._service_exit(reason)
                 if reason != S.EXIT_IO_IN:
                     break

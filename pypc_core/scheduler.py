@@ -38,44 +38,35 @@ class Scheduler:
 
     def next_stop(self, limit):
         """Catch devices up if their time has come and return the cycle the
-        CPU may run to.  The device deadline is cached until a device is
-        advanced or a timing-relevant port is touched, so exits that only
-        talk to other devices (video registers, EOIs) skip the scan."""
+        CPU may run to: ``limit`` or the first device event.  The device
+        deadline is cached until a device is advanced or a timing-relevant
+        port is touched, so exits that only talk to other devices (video
+        registers, EOIs) skip the scan."""
         ports = self.ports
         now = self.clock()
         due = self._due
         if due is None or now >= due or ports.timing_dirty:
-            self.catch_up()
+            due = self._due = self._catch_up(now)
             ports.timing_dirty = False
-            due = self._due = self.deadline(1 << 62)
-        elif ports.dirty:
+        if ports.dirty:
             ports.refresh()
         if due >= limit:
             return limit if limit > now else now + 1
         return due if due > now else now + 1
 
-    def deadline(self, limit):
-        """The cycle the CPU may run to: ``limit`` or the first device event."""
-        deadline = limit
-        for dev in self.timed:
-            ev = dev.next_event()
-            if ev is not None and ev < deadline:
-                deadline = ev
-        now = self.clock()
-        return now + 1 if deadline <= now else deadline
-
-    def catch_up(self):
-        """Advance every device whose event has come, then bring the ports
-        the CPU answers itself up to date."""
-        now = self.clock()
-        ports = self.ports
+    def _catch_up(self, now):
+        """One pass over the timed devices: advance those whose event has
+        come, and return the first event still ahead."""
+        due = 1 << 62
         for dev in self.timed:
             ev = dev.next_event()
             if ev is not None and ev <= now:
                 dev.advance(now)
-                ports.dirty = True
-        if ports.dirty:
-            ports.refresh()
+                self.ports.dirty = True
+                ev = dev.next_event()
+            if ev is not None and ev < due:
+                due = ev
+        return due
 
     def pace(self):
         """Sleep while emulated time is ahead of ``speed`` times wall time."""

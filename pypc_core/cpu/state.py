@@ -42,7 +42,7 @@ F_OF = 0x0800
 FLAGS_FIXED_ONES = 0xF002
 FLAGS_WRITABLE = 0x0FD5
 
-# --- ctl indices ----------------------------------------------------------
+# --- ctl indices (unlisted ones are free) -----------------------------------
 C_CYCLES = 0          # emulated CPU cycles since power-on (4.77 MHz clock)
 C_INSTRUCTIONS = 1    # executed instructions plus hardware interrupt entries (IRQ, NMI)
 C_DEADLINE = 2        # run() returns EXIT_BUDGET once C_CYCLES >= this
@@ -59,17 +59,13 @@ C_SKIP_BP = 12        # 1: ignore the execution breakpoint at CS:IP once (resume
 C_STEP = 13           # >0: stop after this many instructions (EXIT_STEP)
 C_RECORD = 14         # 1: record memory/I/O effects into the effect buffer
 C_EFFECTS = 15        # number of effects recorded in the current record window
-C_WATCH = 16          # 1: some page carries a memory-watch flag (slow path)
 C_WATCH_HIT = 17      # linear address of the access that hit a memory watch
 C_WATCH_KIND = 18     # 1 read, 2 write
 C_WATCH_VALUE = 19    # byte read or written
 C_WATCH_OLD = 20      # byte before a write
 C_TRAP_ENABLE = 22    # 1: firmware traps (exec flag bit 1) are honoured
-C_PREFIX_IP = 23      # IP of the first prefix of the current instruction
 C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
 C_WATCH_CS = 25       # CS of the instruction that hit the watch
-C_WATCH_MASK = 26     # which access kinds the armed watches want (1 read, 2 write)
-C_SEG_OVERRIDE = 27   # scratch for the decoder (segment override, -1 none)
 C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
 C_SIZE = 32
@@ -123,6 +119,4 @@ def new_regs():
 
 
 def new_ctl():
-    ctl = np.zeros(C_SIZE, dtype=np.int64)
-    ctl[C_SEG_OVERRIDE] = -1
-    return ctl
+    return np.zeros(C_SIZE, dtype=np.int64)
