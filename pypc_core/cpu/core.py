@@ -42,7 +42,7 @@ from .state import (
     C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
     C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
-    EXIT_HALT, EXIT_WATCH, EXIT_IRQ,
+    EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
     PG_READONLY, PG_WATCH_R, PG_MIRROR_16K,
     XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
@@ -71,6 +71,12 @@ ST_IO_IN = 1      # needs a value from Python; instruction not executed
 ST_IO_OUT = 2     # executed an OUT to a Python port; exit after bookkeeping
 ST_HALT = 3       # executed HLT
 ST_INHIBIT = 4    # executed; interrupts are held off for one instruction
+ST_FAULT = 5      # an opcode this core does not decode (a bug): not executed
+# A code segment made only of prefixes would keep the prefix loop going for
+# ever (the 8088 takes no interrupt between a prefix and its instruction, so
+# it really would spin).  After one full lap of the segment the core lets
+# the rest of the budget pass with IP unchanged: time passes, nothing runs.
+MAX_PREFIXES = 0x10000
 
 
 # ---------------------------------------------------------------------------
@@ -327,7 +333,7 @@ def modrm(regs, mem, csb, ip, sov):
         cyc = 5
     elif rm == 6:
         if mod == 0:
-            off = np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ip + 1) & M20]) << 8)
+            off = fetch16(mem, csb, ip)
             ip = (ip + 2) & 0xFFFF
             cyc = 6
         else:
@@ -345,7 +351,7 @@ def modrm(regs, mem, csb, ip, sov):
         off += d
         cyc += 4
     elif mod == 2:
-        d = np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ip + 1) & M20]) << 8)
+        d = fetch16(mem, csb, ip)
         ip = (ip + 2) & 0xFFFF
         off += d
         cyc += 4
@@ -400,7 +406,11 @@ def set_reg(regs, r8, r, w, v):
 
 @njit(**INLINE)
 def fetch16(mem, csb, ip):
-    return np.int64(mem[(csb + ip) & M20]) | (np.int64(mem[(csb + ((ip + 1) & 0xFFFF)) & M20]) << 8)
+    """The word at CS:ip; both bytes wrap inside the code segment (a word at
+    CS:FFFF takes its high byte from CS:0000), whatever ``ip`` the caller
+    passes (ip + 2 for a far pointer's segment may be past FFFFh)."""
+    return (np.int64(mem[(csb + (ip & 0xFFFF)) & M20])
+            | (np.int64(mem[(csb + ((ip + 1) & 0xFFFF)) & M20]) << 8))
 
 
 def _py(dispatcher):
@@ -548,7 +558,7 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
         # to the last prefix before the opcode, losing any earlier ones
         csb = np.int64(regs[CS]) << 4
         ip = return_ip
-        while True:
+        for _ in range(MAX_PREFIXES):
             op = mem[(csb + ip) & M20]
             if not (op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E or op == 0xF0
                     or op == 0xF1 or op == 0xF2 or op == 0xF3):
@@ -1272,13 +1282,17 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
                        or timer_stale(pk, pio, port, now)
                        or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now)))
         # IN
-        if python_port:
-            if ctl[C_IO_READY] == 0:
-                ctl[C_EXIT_PORT] = port
-                ctl[C_EXIT_WIDTH] = 1 + w
-                return 0, ST_IO_IN
+        if ctl[C_IO_READY] != 0:
+            # Python answered this IN after an exit: its value stands, even if
+            # the port became CPU-answered meanwhile (the PIT republishes its
+            # model while answering a stale read).  The flag must be consumed
+            # here, or the next boundaries would skip the budget check.
             ctl[C_IO_READY] = 0
             v = ctl[C_IO_VALUE]
+        elif python_port:
+            ctl[C_EXIT_PORT] = port
+            ctl[C_EXIT_WIDTH] = 1 + w
+            return 0, ST_IO_IN
         else:
             v = fast_port_read(pk, pio, port, now)
             if w:
@@ -1339,9 +1353,11 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         set_reg(regs, r8, reg, w, a)
         regs[IP] = ip
         return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
-    # unreachable: every opcode is decoded above or in run()
-    regs[IP] = ip
-    return 2, ST_OK
+    # Every opcode is decoded above or in run(); reaching this line is a
+    # decoding gap in this core, which Python reports (EXIT_FAULT) rather
+    # than letting it run silently.  Nothing was executed: IP stays.
+    ctl[C_EXIT_VALUE] = op
+    return 0, ST_FAULT
 
 
 @njit(**JIT)
@@ -1460,8 +1476,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         rep = 0
         last_prefix_ip = ip0
         cyc = 0
+        nprefix = 0
         while True:
             op = np.int64(mem[(csb + ip) & M20])
+            if nprefix >= MAX_PREFIXES:
+                break
             if op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E:
                 sov = np.int64(regs[8 + ((op >> 3) & 3)]) << 4
             elif op == 0xF2:
@@ -1475,6 +1494,13 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             last_prefix_ip = ip
             ip = (ip + 1) & 0xFFFF
             cyc += 2
+            nprefix += 1
+        if nprefix >= MAX_PREFIXES:
+            # nothing but prefixes in the whole segment: stuck for good
+            # (see MAX_PREFIXES); the budget passes, IP stays
+            cycles = deadline
+            exit_reason = EXIT_BUDGET
+            break
         ip = (ip + 1) & 0xFFFF
         status = ST_OK
         # ---------------- hot families inline ----------------
@@ -1662,6 +1688,14 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 regs[IP] = ip0
                 exit_reason = EXIT_IO_IN
                 break
+            if status == ST_FAULT:
+                regs[IP] = ip0
+                exit_reason = EXIT_FAULT
+                break
+        if io_resume:
+            # an answered IN was due here; if IP was moved meanwhile the
+            # instruction is another one and the answer is void
+            ctl[C_IO_READY] = 0
         # ---------------- after the instruction ----------------
         cycles += cyc
         insns += 1

@@ -81,11 +81,12 @@ EXIT_STEP = 6         # C_STEP instructions executed
 EXIT_HALT = 7         # HLT with interrupts disabled and nothing pending
 EXIT_WATCH = 8        # memory watch hit (instruction completed)
 EXIT_IRQ = 9          # INTR asserted with IF=1: Python must acknowledge and call interrupt()
+EXIT_FAULT = 10       # an opcode the core failed to decode (a core bug; C_EXIT_VALUE = opcode)
 
 EXIT_NAMES = {
     EXIT_NONE: "none", EXIT_BUDGET: "budget", EXIT_IO_IN: "io_in",
     EXIT_IO_OUT: "io_out", EXIT_BREAKPOINT: "breakpoint", EXIT_TRAP: "trap",
-    EXIT_STEP: "step", EXIT_HALT: "halt", EXIT_WATCH: "watch", EXIT_IRQ: "irq",
+    EXIT_STEP: "step", EXIT_HALT: "halt", EXIT_WATCH: "watch", EXIT_IRQ: "irq", EXIT_FAULT: "fault",
 }
 
 # --- per-page flags (4 KiB pages, 256 of them) ------------------------------
