@@ -1,0 +1,20 @@
+"""The JSON-RPC 2.0 agent API (the contract is ``../shared/spec/003_*.txt``).
+
+* :mod:`.server`     -- TCP transport on 127.0.0.1, framing, envelope checks
+* :mod:`.controller` -- the machine thread: runs the guest, serves requests
+* :mod:`.schemas`    -- ``schemas/<method>.json``, validation, OpenRPC
+* :mod:`.errors`     -- error codes and ``error.data.reason``
+* :mod:`.params`     -- numbers and address objects
+
+The methods themselves are plugins (``rpc_methods/``, entry-point group
+``pypc.rpc_methods``).  Typical use::
+
+    controller, server = pypc_core.rpc.start(machine, port=2301)
+    controller.serve_forever()
+"""
+
+from .controller import Controller
+from .errors import RpcError
+from .server import DEFAULT_PORT, RpcServer, RpcServerError, start
+
+__all__ = ["Controller", "RpcError", "RpcServer", "RpcServerError", "DEFAULT_PORT", "start"]

@@ -1,0 +1,343 @@
+"""The machine-thread side of the RPC server.
+
+The :class:`Controller` owns the machine loop.  Socket threads only read,
+validate and :meth:`submit` requests; every request runs here, on the thread
+that runs the CPU, between two slices of emulated time -- that is, at an
+instruction boundary, so what a request sees is coherent.
+
+* Running: the guest runs in short slices (about half a millisecond of host
+  time each in turbo, one emulated millisecond when paced) and queued
+  requests are served between them.
+* Paused: the loop blocks on the request queue (with a timeout, so a live
+  view can redraw and Ctrl-C is seen).
+
+Execution requests (``execution.continue``/``run_until``/``step``) return an
+operation id at once; the operation completes when the machine stops
+(breakpoint, predicate, pause, step done), and ``execution.wait`` reports it.
+
+The state revision is the number of executed CPU Ticks (instructions,
+interrupt entries, HLT waits) plus the number of successful state changes made
+through the RPC (register/memory/port writes, port reads, input batches).
+"""
+
+import collections
+import queue
+import threading
+import time
+
+from ..cpu import state as S
+from ..scheduler import CPU_HZ
+from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+
+MAX_OPERATIONS = 256
+PAUSED_POLL_S = 0.05            # a paused loop returns this often to its caller
+TURBO_SLICE_S = 0.0005          # host time per running slice (unpaced)
+MIN_SLICE = CPU_HZ // 20000     # cycles
+MAX_SLICE = CPU_HZ // 100
+PACED_SLICE = CPU_HZ // 1000
+
+_FLAG_TEXT = ((S.F_OF, "o"), (S.F_IF, "I"), (S.F_TF, "T"), (S.F_SF, "s"),
+              (S.F_ZF, "z"), (S.F_AF, "a"), (S.F_PF, "p"), (S.F_CF, "c"))
+GENERAL = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di")
+SEGMENTS = ("cs", "ds", "es", "ss")
+
+
+def flags_text(flags):
+    return "".join(ch if flags & bit else "-" for bit, ch in _FLAG_TEXT)
+
+
+class Request:
+    """One validated request waiting for the machine thread."""
+
+    __slots__ = ("conn", "id", "notify", "method", "params", "fn")
+
+    def __init__(self, conn, rid, notify, method, params, fn):
+        self.conn = conn
+        self.id = rid
+        self.notify = notify
+        self.method = method
+        self.params = params
+        self.fn = fn
+
+
+class Park:
+    """A handler's answer "reply later": ``check()`` returns the result once
+    it is ready (or None), and ``deadline`` (perf_counter) forces a reply
+    with ``timeout_result``."""
+
+    def __init__(self, check, deadline, timeout_result):
+        self.check = check
+        self.deadline = deadline
+        self.timeout_result = timeout_result
+
+
+class Operation:
+    __slots__ = ("id", "kind", "stop", "predicate")
+
+    def __init__(self, op_id, kind, predicate=None):
+        self.id = op_id
+        self.kind = kind                # continue | run_until | step
+        self.stop = None                # the stop object once done
+        self.predicate = predicate
+
+
+class Controller:
+    """Runs ``machine`` and serves RPC requests between slices.
+
+    :param machine: a built :class:`pypc_core.machine.Machine`.
+    :param endpoint: ``"127.0.0.1:PORT"`` for ``agent.capabilities``.
+    """
+
+    def __init__(self, machine, endpoint=None):
+        self.machine = machine
+        self.cpu = machine.cpu
+        self.endpoint = endpoint
+        self.queue = queue.SimpleQueue()
+        self.running = True
+        self.last_stop = None
+        self.extra_revision = 0
+        self.operations = collections.OrderedDict()
+        self.active = None              # the Operation running now (continue/run_until)
+        self.pending_step = None        # an accepted step not executed yet
+        self.next_op = 1
+        self.parked = []                # [(Request, Park)]
+        self.pressed = set()            # host-enqueued make codes still held
+        self.extensions = {}            # per-group state (traces, snapshots, ...)
+        self.slice = PACED_SLICE
+        self.requests_served = 0
+        self.stopped = threading.Event()
+        self.schemas = None             # set by the server (rpc.discover)
+        self.method_names = []
+
+    # ------------------------------------------------------------------
+    # state the method groups share
+    # ------------------------------------------------------------------
+    @property
+    def revision(self):
+        return int(self.cpu.ctl[S.C_INSTRUCTIONS]) + self.extra_revision
+
+    def bump(self):
+        """One successful RPC state change (the revision advances by one)."""
+        self.extra_revision += 1
+
+    def registers(self):
+        regs = self.cpu.regs
+        ix = S.REG_INDEX
+        flags = int(regs[S.FLAGS])
+        return {
+            "general": {n: int(regs[ix[n]]) for n in GENERAL},
+            "segments": {n: int(regs[ix[n]]) for n in SEGMENTS},
+            "ip": int(regs[S.IP]),
+            "flags": flags,
+            "flags_text": flags_text(flags),
+            "clock": int(self.cpu.ctl[S.C_CYCLES]),
+            "in_hlt": bool(self.cpu.ctl[S.C_HALTED]),
+            "state_revision": self.revision,
+        }
+
+    def require_paused(self, method):
+        if self.running:
+            raise not_paused(method)
+
+    @property
+    def state(self):
+        return "running" if self.running else "stopped"
+
+    # ------------------------------------------------------------------
+    # operations
+    # ------------------------------------------------------------------
+    def new_operation(self, kind, predicate=None):
+        op = Operation(f"op-{self.next_op}", kind, predicate)
+        self.next_op += 1
+        self.operations[op.id] = op
+        while len(self.operations) > MAX_OPERATIONS:
+            self.operations.popitem(last=False)
+        return op
+
+    def operation(self, op_id):
+        op = self.operations.get(op_id)
+        if op is None:
+            raise not_found(f"no operation {op_id!r} (unknown, or one of more than "
+                            f"{MAX_OPERATIONS} older ones)", operation_id=op_id)
+        return op
+
+    def busy(self):
+        return self.active is not None or self.pending_step is not None
+
+    def resume(self, op):
+        """Start running for ``op`` (continue / run_until)."""
+        self.active = op
+        self.running = True
+        self.last_stop = None
+        hook = self.extensions.get("on_resume")
+        if hook is not None:
+            hook(self)
+
+    def stop_now(self, stop):
+        """The machine stops (pause, breakpoint, predicate, step done):
+        record ``stop`` and complete the active operation with it."""
+        self.running = False
+        self.last_stop = stop
+        if self.active is not None:
+            self.active.stop = stop
+            self.active = None
+
+    def make_stop(self, kind, **fields):
+        stop = {"kind": kind}
+        stop.update(fields)
+        stop["registers"] = self.registers()
+        return stop
+
+    # ------------------------------------------------------------------
+    # requests
+    # ------------------------------------------------------------------
+    def submit(self, request):
+        """Queue ``request`` (any thread)."""
+        self.queue.put(request)
+
+    def _execute(self, req):
+        self.requests_served += 1
+        if req.conn is not None:
+            req.conn.done()
+        try:
+            result = req.fn(self, req.params)
+        except RpcError as exc:
+            self._reply_error(req, exc.to_json())
+            return
+        except Exception as exc:       # a bug in a handler: report it, keep serving
+            self._reply_error(req, {"code": INTERNAL_ERROR,
+                                    "message": f"{req.method} failed: "
+                                               f"{type(exc).__name__}: {exc}",
+                                    "data": {"reason": "INTERNAL_ERROR"}})
+            return
+        if isinstance(result, Park):
+            ready = result.check()
+            if ready is None:
+                self.parked.append((req, result))
+                return
+            result = ready
+        self._reply(req, result)
+
+    def _reply(self, req, result):
+        if req.notify or req.conn is None:
+            return
+        req.conn.send_result(req.id, result)
+
+    def _reply_error(self, req, error):
+        if req.notify or req.conn is None:
+            return
+        req.conn.send_error(req.id, error)
+
+    def _check_parked(self):
+        if not self.parked:
+            return
+        now = time.perf_counter()
+        keep = []
+        for req, park in self.parked:
+            ready = park.check()
+            if ready is not None:
+                self._reply(req, ready)
+            elif now >= park.deadline:
+                self._reply(req, park.timeout_result)
+            else:
+                keep.append((req, park))
+        self.parked = keep
+
+    def service(self):
+        """Serve every queued request (machine thread)."""
+        q = self.queue
+        while True:
+            try:
+                req = q.get_nowait()
+            except queue.Empty:
+                break
+            self._execute(req)
+        self._check_parked()
+
+    def _block(self, timeout):
+        """Paused: wait up to ``timeout`` s for one request and serve it."""
+        if self.parked:
+            nearest = min(p.deadline for _, p in self.parked) - time.perf_counter()
+            timeout = max(0.0, min(timeout, nearest))
+        try:
+            req = self.queue.get(timeout=timeout)
+        except queue.Empty:
+            self._check_parked()
+            return
+        self._execute(req)
+        self.service()
+
+    # ------------------------------------------------------------------
+    # the loop
+    # ------------------------------------------------------------------
+    def _step(self):
+        op = self.pending_step
+        self.pending_step = None
+        before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
+        runner = self.extensions.get("step")
+        stop = runner(self) if runner is not None else None
+        if stop is None:
+            self.machine.step()
+            stop = self.make_stop("step")
+        if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before:
+            self.extra_revision += 1           # a HLT wait is a Tick too
+            stop["registers"]["state_revision"] = self.revision
+        self.running = False
+        self.last_stop = stop
+        op.stop = stop
+
+    def _run_slice(self, target):
+        m = self.machine
+        ctl = self.cpu.ctl
+        now = int(ctl[S.C_CYCLES])
+        n = min(self.slice, target - now)
+        before = int(ctl[S.C_INSTRUCTIONS])
+        runner = self.extensions.get("run")
+        t0 = time.perf_counter()
+        if runner is not None:
+            stop = runner(self, now + n)
+        else:
+            m.run_until_cycle(now + n)
+            stop = None
+        elapsed = time.perf_counter() - t0
+        if int(ctl[S.C_INSTRUCTIONS]) == before and int(ctl[S.C_CYCLES]) > now:
+            self.extra_revision += 1            # the CPU sat in HLT
+        if stop is not None:
+            self.stop_now(stop)
+        if m.scheduler.speed:
+            self.slice = PACED_SLICE
+        elif elapsed > 0:
+            want = int(self.slice * TURBO_SLICE_S / elapsed)
+            self.slice = max(MIN_SLICE, min(MAX_SLICE, (self.slice + want) // 2))
+
+    def run_until_cycle(self, target, wall_timeout=PAUSED_POLL_S):
+        """Run towards emulated cycle ``target``, serving requests.  Returns
+        once ``target`` is reached, or after ``wall_timeout`` host seconds
+        while the machine is paused (the caller's loop goes on: redraw,
+        timeouts, Ctrl-C)."""
+        ctl = self.cpu.ctl
+        end = None
+        while True:
+            self.service()
+            if self.pending_step is not None:
+                self._step()
+                continue
+            if self.running:
+                if int(ctl[S.C_CYCLES]) >= target:
+                    return
+                self._run_slice(target)
+                continue
+            now = time.perf_counter()
+            if end is None:
+                end = now + wall_timeout
+            if now >= end:
+                return
+            self._block(end - now)
+
+    def serve_forever(self, stop_event=None):
+        """The machine loop for a machine without a launcher (tests,
+        scripts): run and serve until ``stop_event`` is set."""
+        stop_event = stop_event or self.stopped
+        frame = CPU_HZ // 50
+        while not stop_event.is_set():
+            self.run_until_cycle(int(self.cpu.ctl[S.C_CYCLES]) + frame)

@@ -1,0 +1,182 @@
+"""JSON Schemas of the RPC methods: loading, validation, OpenRPC.
+
+``schemas/<method>.json`` (at the top of the source tree) describes one
+method::
+
+    {"method": "memory.read", "summary": "...",
+     "params": {JSON Schema of the params object},
+     "result": {JSON Schema of the result}}
+
+Shared pieces live in ``schemas/defs.json`` under ``$defs`` and are referenced
+as ``{"$ref": "defs.json#/$defs/name"}``.  A third-party method group ships
+its schema on the callable instead: ``fn.rpc_schema = {"params": ...,
+"result": ...}`` (the same shape, ``method`` omitted).
+"""
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import jsonschema
+import referencing
+from referencing.jsonschema import DRAFT202012
+
+from ..errors import PypcError
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+DEFS_NAME = "defs.json"
+OPENRPC_VERSION = "1.2.6"
+
+
+class SchemaError(PypcError):
+    """A schema file is missing, malformed, or does not match a method."""
+
+
+def schema_dir():
+    return SCHEMA_DIR
+
+
+def load_defs(folder=None):
+    path = Path(folder or SCHEMA_DIR) / DEFS_NAME
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SchemaError(f"{path}: cannot load the shared RPC schema definitions: "
+                          f"{exc}") from exc
+
+
+def load_method_schemas(folder=None):
+    """``{method: document}`` for every ``schemas/<method>.json``."""
+    folder = Path(folder or SCHEMA_DIR)
+    if not folder.is_dir():
+        raise SchemaError(f"{folder}: the RPC schema folder is missing")
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".json") or name == DEFS_NAME:
+            continue
+        path = folder / name
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise SchemaError(f"{path}: not JSON: {exc}") from exc
+        method = doc.get("method")
+        if method + ".json" != name:
+            raise SchemaError(f"{path}: 'method' is {method!r}; the file must be "
+                              f"named after its method")
+        check_document(doc, str(path))
+        out[method] = doc
+    return out
+
+
+def check_document(doc, where):
+    for key in ("params", "result"):
+        if not isinstance(doc.get(key), dict):
+            raise SchemaError(f"{where}: '{key}' must be a JSON Schema object")
+    jsonschema.Draft202012Validator.check_schema(doc["params"])
+    jsonschema.Draft202012Validator.check_schema(doc["result"])
+
+
+class SchemaSet:
+    """Validators for a set of methods (built once, used from any thread:
+    jsonschema validators are read-only after construction)."""
+
+    def __init__(self, documents, defs=None):
+        self.documents = documents
+        self.defs = defs if defs is not None else load_defs()
+        resource = DRAFT202012.create_resource(self.defs)
+        self.registry = referencing.Registry().with_resource(DEFS_NAME, resource)
+        self._params = {}
+        self._result = {}
+        for method, doc in documents.items():
+            self._params[method] = jsonschema.Draft202012Validator(
+                doc["params"], registry=self.registry)
+            self._result[method] = jsonschema.Draft202012Validator(
+                doc["result"], registry=self.registry)
+
+    def param_errors(self, method, params):
+        """Sorted list of ``"path: message"`` strings (empty when valid)."""
+        return _errors(self._params[method], params)
+
+    def result_errors(self, method, result):
+        return _errors(self._result[method], result)
+
+    def openrpc(self, title="pypc", version="0"):
+        """An OpenRPC document of these methods (``rpc.discover``)."""
+        methods = []
+        for name in sorted(self.documents):
+            doc = self.documents[name]
+            params = doc["params"]
+            props = params.get("properties", {})
+            required = set(params.get("required", []))
+            entry = {
+                "name": name,
+                "summary": doc.get("summary", ""),
+                "paramStructure": "by-name",
+                "params": [
+                    {"name": key, "required": key in required,
+                     "schema": _openrpc_refs(schema)}
+                    for key, schema in props.items()],
+                "result": {"name": "result", "schema": _openrpc_refs(doc["result"])},
+                "x-params-schema": _openrpc_refs(params),
+            }
+            if doc.get("description"):
+                entry["description"] = doc["description"]
+            methods.append(entry)
+        return {
+            "openrpc": OPENRPC_VERSION,
+            "info": {"title": f"{title} JSON-RPC agent API", "version": version},
+            "methods": methods,
+            "components": {"schemas": _openrpc_refs(self.defs.get("$defs", {}))},
+        }
+
+
+def _errors(validator, instance):
+    out = []
+    for err in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
+        path = "/".join(str(p) for p in err.absolute_path) or "params"
+        out.append(f"{path}: {err.message}")
+    return out
+
+
+def _openrpc_refs(schema):
+    """Copy of ``schema`` with ``defs.json#/$defs/X`` refs rewritten to
+    ``#/components/schemas/X``."""
+    def walk(node):
+        if isinstance(node, dict):
+            out = {}
+            for k, v in node.items():
+                if k == "$ref" and isinstance(v, str) and v.startswith(DEFS_NAME + "#/$defs/"):
+                    out[k] = "#/components/schemas/" + v.split("/")[-1]
+                else:
+                    out[k] = walk(v)
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+    return walk(copy.deepcopy(schema))
+
+
+def build_schema_set(methods, folder=None):
+    """A :class:`SchemaSet` for ``methods`` (``{name: callable}``): every
+    method must have a schema (its file, or ``fn.rpc_schema``) and every
+    schema file a method, else :class:`SchemaError` names them."""
+    files = load_method_schemas(folder)
+    docs = {}
+    missing = []
+    for name, fn in methods.items():
+        inline = getattr(fn, "rpc_schema", None)
+        if inline is not None:
+            doc = dict(inline, method=name)
+            check_document(doc, f"{name} (rpc_schema)")
+            docs[name] = doc
+        elif name in files:
+            docs[name] = files[name]
+        else:
+            missing.append(name)
+    orphans = sorted(set(files) - set(methods))
+    if missing:
+        raise SchemaError("RPC methods without a schema: " + ", ".join(sorted(missing)))
+    if orphans:
+        raise SchemaError("schemas without an RPC method: " + ", ".join(orphans))
+    return SchemaSet(docs, load_defs(folder))
