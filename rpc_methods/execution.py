@@ -1,0 +1,86 @@
+"""Method group ``execution``: ``execution.pause``, ``execution.continue``
+(alias ``execution.go``), ``execution.step``, ``execution.run_until`` and
+``execution.wait``.
+
+Continue, run-until and step return an operation id at once; the machine
+thread completes the operation when the machine stops, and
+``execution.wait`` reports it (waiting up to ``timeout_ms`` without holding
+the machine thread: the reply is parked and sent when the operation
+completes or the time is up)."""
+
+import time
+
+from pypc_core import hookimpl
+from pypc_core.rpc import params as P
+from pypc_core.rpc.controller import Park
+from pypc_core.rpc.errors import invalid, not_paused
+
+MAX_WAIT_MS = 60000
+
+
+def pause(ctl, params):
+    if ctl.pending_step is not None:
+        op = ctl.pending_step
+        ctl.pending_step = None
+        stop = ctl.make_stop("pause")
+        op.stop = stop
+        ctl.last_stop = stop
+    elif ctl.running:
+        ctl.stop_now(ctl.make_stop("pause"))
+    out = ctl.registers()
+    out["paused"] = True
+    return out
+
+
+def _refuse_if_busy(ctl, method):
+    if ctl.busy():
+        active = ctl.active or ctl.pending_step
+        raise invalid(f"{method}: operation {active.id} is still active (execution.wait "
+                      f"for it, or execution.pause)", "TARGET_RUNNING",
+                      operation_id=active.id)
+
+
+def resume(ctl, params):
+    _refuse_if_busy(ctl, "execution.continue")
+    op = ctl.new_operation("continue")
+    entry = ctl.registers()
+    ctl.resume(op)
+    entry.update({"operation_id": op.id, "state": "running", "paused": False})
+    return entry
+
+
+def step(ctl, params):
+    mode = params.get("mode", "into")
+    if mode != "into":
+        raise invalid(f"execution.step mode {mode!r} is not supported (only 'into')",
+                      "UNSUPPORTED", field="mode")
+    if ctl.running:
+        raise not_paused("execution.step")
+    _refuse_if_busy(ctl, "execution.step")
+    op = ctl.new_operation("step")
+    ctl.pending_step = op
+    entry = ctl.registers()
+    entry.update({"stepping": True, "operation_id": op.id})
+    return entry
+
+
+def _done(op):
+    return {"state": "stopped", "stop_reason": op.stop}
+
+
+def wait(ctl, params):
+    op = ctl.operation(params["operation_id"])
+    timeout = P.number(params.get("timeout_ms", 0), "timeout_ms", 0, MAX_WAIT_MS)
+    if op.stop is not None:
+        return _done(op)
+    if timeout == 0:
+        return {"running": True}
+    return Park(lambda: _done(op) if op.stop is not None else None,
+                time.perf_counter() + timeout / 1000.0, {"running": True})
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"execution.pause": pause, "execution.continue": resume,
+            "execution.go": resume, "execution.step": step,
+            "execution.wait": wait}

@@ -1,0 +1,63 @@
+"""Method group ``memory``: ``memory.read`` and ``memory.write`` (physical,
+linear or segmented addresses; 1..65536 bytes inside the 1 MiB space).
+
+Both go through the bus's Python side: every window of this bus (RAM, ROM,
+unmapped, a device's video RAM) is backed by plain bytes, so a read never
+calls a device and has no side effect; a write to ROM or unmapped memory
+leaves it unchanged, as a CPU write would."""
+
+from pypc_core import hookimpl
+from pypc_core.rpc import params as P
+from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.shapes import check_sha256, data_fields, decode_base64, sha256
+
+MAX_BYTES = 65536
+
+
+def resolve(value, length, name="address"):
+    start, _ = P.address(value, name)
+    P.block(start, length, name)
+    return start
+
+
+def read_result(ctl, start, length):
+    data = ctl.machine.memory.read(start, length)
+    out = {"address": start}
+    out.update(data_fields(data))
+    out["state_revision"] = ctl.revision
+    return out
+
+
+def read(ctl, params):
+    length = P.length(params.get("length", 1), "length", MAX_BYTES)
+    start = resolve(params["address"], length)
+    return read_result(ctl, start, length)
+
+
+def write(ctl, params):
+    ctl.require_paused("memory.write")
+    data = decode_base64(params["data_base64"])
+    if not data:
+        raise invalid("data_base64 must decode to at least 1 byte", field="data_base64")
+    if len(data) > MAX_BYTES:
+        raise limit(f"data_base64 decodes to {len(data)} bytes; the limit is {MAX_BYTES}",
+                    field="data_base64", limit=MAX_BYTES)
+    start = resolve(params["address"], len(data))
+    expected = None
+    if "expected_sha256" in params:
+        expected = check_sha256(params["expected_sha256"], "expected_sha256")
+    memory = ctl.machine.memory
+    before = sha256(memory.read(start, len(data)))
+    if expected is not None and expected != before:
+        raise invalid("expected_sha256 does not match the current bytes; nothing was "
+                      "written", "PRECONDITION_FAILED", before_sha256=before)
+    memory.write(start, data)
+    after = sha256(memory.read(start, len(data)))
+    ctl.bump()
+    return {"address": start, "byte_count": len(data), "before_sha256": before,
+            "after_sha256": after, "state_revision": ctl.revision}
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"memory.read": read, "memory.write": write}

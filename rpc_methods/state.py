@@ -1,0 +1,106 @@
+"""Method group ``state``: ``state.get_registers`` (alias ``state.get``),
+``state.set_registers`` (guarded, paused) and ``state.observe`` (registers,
+memory windows and video at one paused revision)."""
+
+from pypc_core import hookimpl
+from pypc_core.cpu import state as S
+from pypc_core.rpc import params as P
+from pypc_core.rpc.errors import invalid, limit, revision_mismatch
+from pypc_core.rpc.shapes import data_fields
+
+from . import memory, video
+
+REGISTER_NAMES = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di",
+                  "cs", "ds", "es", "ss", "ip", "flags")
+MAX_WINDOWS = 16
+MAX_WINDOW_BYTES = 65536
+MAX_OBSERVATION_BYTES = 65536
+
+
+def get_registers(ctl, params):
+    return ctl.registers()
+
+
+def check_revision(ctl, params):
+    expected = P.number(params["expected_state_revision"], "expected_state_revision",
+                        0, (1 << 63) - 1)
+    if expected != ctl.revision:
+        raise revision_mismatch(expected, ctl.revision)
+
+
+def set_registers(ctl, params):
+    ctl.require_paused("state.set_registers")
+    check_revision(ctl, params)
+    expected, changes = params["expected"], params["set"]
+    if not expected:
+        raise invalid("expected must name at least one register", field="expected")
+    if not changes:
+        raise invalid("set must name at least one register", field="set")
+    regs = ctl.cpu.regs
+    current = {n: int(regs[S.REG_INDEX[n]]) for n in REGISTER_NAMES}
+    for name in list(expected) + list(changes):
+        if name not in current:
+            raise invalid(f"unknown register {name!r} (supported: "
+                          f"{', '.join(REGISTER_NAMES)})", field=name)
+    for name in changes:
+        if name not in expected:
+            raise invalid(f"register {name} is set but not guarded by expected",
+                          "PRECONDITION_FAILED", register=name)
+    for name, value in expected.items():
+        want = P.number(value, f"expected.{name}", 0, 0xFFFF)
+        if want != current[name]:
+            raise invalid(f"expected.{name} is {want:#06x} but {name} is "
+                          f"{current[name]:#06x}; nothing was written",
+                          "PRECONDITION_FAILED", register=name, current=current[name])
+    new = {name: P.number(value, f"set.{name}", 0, 0xFFFF) for name, value in changes.items()}
+    before = ctl.registers()
+    r = ctl.cpu.r
+    for name, value in new.items():
+        setattr(r, name, value)
+    if "cs" in new or "ip" in new:
+        ctl.cpu.ctl[S.C_REP_RESUME] = 0       # a new CS:IP starts a fresh instruction
+    ctl.bump()
+    return {"before": before, "after": ctl.registers()}
+
+
+def observe(ctl, params):
+    ctl.require_paused("state.observe")
+    check_revision(ctl, params)
+    windows = params.get("memory", [])
+    if len(windows) > MAX_WINDOWS:
+        raise limit(f"memory has {len(windows)} windows; the limit is {MAX_WINDOWS}",
+                    field="memory", limit=MAX_WINDOWS)
+    plan, total = [], 0
+    for i, win in enumerate(windows):
+        length = P.length(win.get("length", 1), f"memory[{i}].length", MAX_WINDOW_BYTES)
+        start = memory.resolve(win["address"], length, f"memory[{i}].address")
+        total += length
+        plan.append((start, length))
+    if total > MAX_OBSERVATION_BYTES:
+        raise limit(f"memory windows total {total} bytes; the limit is "
+                    f"{MAX_OBSERVATION_BYTES}", field="memory", limit=MAX_OBSERVATION_BYTES)
+    selection = None
+    if "video_text" in params:
+        selection = video.parse_selection(params["video_text"], "video_text")
+    want_vram = P.boolean(params.get("video_memory", False), "video_memory")
+    if (selection is not None or want_vram) and ctl.machine.video is None:
+        video.adapter(ctl, "state.observe")
+    # everything is checked: copy
+    out = {"state_revision": ctl.revision, "registers": ctl.registers(),
+           "memory": [memory.read_result(ctl, start, length) for start, length in plan]}
+    if selection is not None:
+        out["video_text"] = video.text_result(ctl, selection, "state.observe")
+    if want_vram:
+        vid = ctl.machine.video
+        base, data = video.text_backing(vid)
+        block = {"address": base, "adapter": vid.adapter}
+        block.update(data_fields(data))
+        block["state_revision"] = ctl.revision
+        out["video_memory"] = block
+    return out
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"state.get_registers": get_registers, "state.get": get_registers,
+            "state.set_registers": set_registers, "state.observe": observe}

@@ -1,0 +1,119 @@
+"""Method group ``video``: ``video.text``, ``video.snapshot``,
+``video.snapshot.read`` (retained immutable copies of the adapter's video
+RAM and decoded text).  ``video.history.*`` lives in ``video_history``."""
+
+import collections
+
+from pypc_core import hookimpl
+from pypc_core.rpc import params as P
+from pypc_core.rpc.errors import device_absent, invalid, not_found
+from pypc_core.rpc.shapes import data_fields, sha256
+
+RETAINED_SNAPSHOTS = 8
+MAX_READ = 65536
+
+
+def adapter(ctl, method):
+    video = ctl.machine.video
+    if video is None:
+        raise device_absent(f"{method}: no video adapter is plugged in", device="video")
+    return video
+
+
+def parse_selection(params, where="params"):
+    """``(page, display_address)`` of a video.text-style selection; both
+    keys together are refused even if equal or null."""
+    if "page" in params and "display_address" in params:
+        raise invalid(f"{where}: page and display_address are mutually exclusive",
+                      field=where)
+    page = params.get("page")
+    addr = params.get("display_address")
+    if page is not None:
+        page = P.number(page, "page", 0, 0xFFFF)
+    if addr is not None:
+        addr = P.number(addr, "display_address", 0, 0xFFFF)
+    return page, addr
+
+
+def text_result(ctl, selection, method="video.text"):
+    video = adapter(ctl, method)
+    page, addr = selection
+    try:
+        out = video.text_page(page=page, display_address=addr)
+    except ValueError as exc:
+        raise invalid(f"{method}: {exc}", field="page" if page is not None
+                      else "display_address") from None
+    out = dict(out)
+    out["state_revision"] = ctl.revision
+    return out
+
+
+def text(ctl, params):
+    return text_result(ctl, parse_selection(params))
+
+
+def text_backing(video):
+    """``(physical address, bytes)`` of the adapter's text backing store."""
+    return video.declaration.memory[0].base, video.vram_bytes()
+
+
+def _snapshots(ctl):
+    snaps = ctl.extensions.get("video.snapshots")
+    if snaps is None:
+        snaps = ctl.extensions["video.snapshots"] = {
+            "next": 1, "items": collections.OrderedDict()}
+    return snaps
+
+
+def snapshot(ctl, params):
+    video = adapter(ctl, "video.snapshot")
+    page = video.text_page()
+    text_bytes = "\n".join(page["text"]).encode("utf-8")
+    components = {"vram": video.vram_bytes(), "text": text_bytes}
+    snaps = _snapshots(ctl)
+    snap_id = f"snap-{snaps['next']}"
+    snaps["next"] += 1
+    snaps["items"][snap_id] = components
+    while len(snaps["items"]) > RETAINED_SNAPSHOTS:
+        snaps["items"].popitem(last=False)
+    return {
+        "snapshot_id": snap_id,
+        "state_revision": ctl.revision,
+        "captured_ticks": ctl.machine.clock(),
+        "adapter": video.adapter,
+        "video_mode": page["graphics_mode"],
+        "columns": page["columns"],
+        "rows": page["rows"],
+        "display_address": page["display_address"],
+        "active_page": page["active_page"],
+        "text": {"byte_count": len(text_bytes), "sha256": sha256(text_bytes)},
+        "vram": {"byte_count": len(components["vram"]), "sha256": sha256(components["vram"])},
+    }
+
+
+def snapshot_read(ctl, params):
+    snap_id = params["snapshot_id"]
+    snaps = _snapshots(ctl)["items"]
+    if snap_id not in snaps:
+        raise not_found(f"no retained video snapshot {snap_id!r} (at most "
+                        f"{RETAINED_SNAPSHOTS} are kept)", snapshot_id=snap_id)
+    component = params["component"]
+    data = snaps[snap_id].get(component)
+    if data is None:
+        raise not_found(f"snapshot {snap_id} has no {component!r} component "
+                        f"(it has {', '.join(snaps[snap_id])})", component=component)
+    offset = P.number(params.get("offset", 0), "offset", 0, len(data) - 1)
+    length = P.length(params.get("length", MAX_READ), "length", MAX_READ)
+    chunk = data[offset:offset + length]
+    out = {"snapshot_id": snap_id, "component": component, "offset": offset,
+           "component_byte_count": len(data), "component_sha256": sha256(data)}
+    fields = data_fields(chunk)
+    del fields["data_hex"]
+    out.update(fields)
+    return out
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"video.text": text, "video.snapshot": snapshot,
+            "video.snapshot.read": snapshot_read}
