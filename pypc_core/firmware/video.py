@@ -9,6 +9,11 @@ INT 1Dh points at (programs may replace it), as on IBM's BIOS.
 Not on a CGA BIOS and so left alone (registers unchanged, which is how
 programs detect a CGA): AH=10h-12h (EGA palette/font/info), 1Ah, 1Bh.
 AH=0Eh BEL (07h) makes no sound (the speaker is silent in zero time).
+
+A video card with firmware of its own (a VGA, whose ROM takes INT 10h over
+on real machines) says so with ``video_firmware(service)``; then INT 10h and
+the services the rest of the BIOS uses (mode set, teletype, cursor, the
+mode facts) go to that firmware instead (``_firmware``).
 """
 
 import numpy as np
@@ -32,6 +37,18 @@ GRAPHICS_MODES = (4, 5, 6)
 
 
 class VideoService(Service):
+    _fw = None
+    _fw_card = None
+
+    def _firmware(self):
+        """The video card's own INT 10h firmware, or None (a CGA)."""
+        card = getattr(self.bios.machine, "video", None)
+        if card is not self._fw_card:
+            make = getattr(card, "video_firmware", None)
+            self._fw = make(self) if make is not None else None
+            self._fw_card = card
+        return self._fw
+
     # -- small helpers ----------------------------------------------------------
 
     @property
@@ -44,6 +61,9 @@ class VideoService(Service):
 
     @property
     def graphics(self):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.graphics
         return self.mode in GRAPHICS_MODES
 
     @property
@@ -64,10 +84,16 @@ class VideoService(Service):
         self.ports.write(base + 1, value & 0xFF)
 
     def cursor(self, page):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.cursor(page)
         pos = self.mem.rw(BDA_CURSOR_POS + 2 * (page & 7))
         return pos >> 8, pos & 0xFF            # row, col
 
     def set_cursor(self, page, row, col):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.set_cursor(page, row, col)
         page &= 7
         self.mem.ww(BDA_CURSOR_POS + 2 * page, ((row & 0xFF) << 8) | (col & 0xFF))
         if page == self.active_page:
@@ -77,6 +103,9 @@ class VideoService(Service):
 
     # -- dispatch ------------------------------------------------------------------
     def int10(self, r):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.int10(r)
         fn = getattr(self, f"_fn{r.ah:02X}", None)
         if fn is not None:
             fn(r)
@@ -86,6 +115,9 @@ class VideoService(Service):
         self.set_mode(r.al & 0x7F, clear=not (r.al & 0x80))
 
     def set_mode(self, mode, clear=True):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.set_mode(mode, clear)
         if mode > 6:
             return                     # CGA: mode 7 (monochrome) and up are not ours
         mem = self.mem
@@ -287,6 +319,9 @@ class VideoService(Service):
 
     def teletype(self, ch, color=0x07, page=None):
         """IBM's TTY: on the active page unless ``page`` is given (AH=13h)."""
+        fw = self._firmware()
+        if fw is not None:
+            return fw.teletype(ch, color, page)
         if page is None:
             page = self.active_page
         row, col = self.cursor(page)
@@ -321,6 +356,9 @@ class VideoService(Service):
 
     def write_text(self, text, attr=None):
         """Teletype a Python string (BIOS messages); ``attr`` colours text cells."""
+        fw = self._firmware()
+        if fw is not None:
+            return fw.write_text(text, attr)
         for ch in text:
             code = ord(ch) & 0xFF
             if attr is not None and code not in (7, 8, 10, 13) and not self.graphics:
@@ -415,6 +453,9 @@ class VideoService(Service):
                 self.mem.wb(addr + i, v)
 
     def graphics_read_char(self, row, col):
+        fw = self._firmware()
+        if fw is not None:
+            return fw.graphics_read_char(row, col)
         wide = self.mode in (4, 5)
         pattern = bytearray()
         for y in range(8):

@@ -1,0 +1,293 @@
+"""The VGA's CPU memory interface: four 64 KiB planes seen through the
+A0000h-BFFFFh window, as numba-compilable pure functions.
+
+State is two arrays so the functions can run inside the compiled CPU loop
+(through the board's compiled memory window) or from Python alike:
+
+* ``planes`` -- ``uint8[4, 65536]``: display memory, plane-major;
+* ``st``     -- ``int64[ST_SIZE]``: the register fields the access path needs,
+  decoded from the sequencer and graphics controller by ``VGA`` whenever a
+  register changes (``ST_*`` below), plus the four latches.
+
+What an access does (IBM VGA Technical Reference, sequencer and graphics
+controller chapters):
+
+* window: GC 6 bits 2-3 select A0000h/128K, A0000h/64K, B0000h/32K or
+  B8000h/32K; an address outside the selected window is not the card's
+  (reads float high, writes go nowhere);
+* addressing: chain-4 (sequencer 4 bit 3) takes the plane from address bits
+  0-1 and keeps the address (bits 0-1 cleared) inside the plane; odd/even
+  (sequencer 4 bit 2 clear for writes, GC 5 bit 4 for reads) takes the plane
+  from bit 0 (plane 0/2 even, 1/3 odd) and clears bit 0; otherwise every plane
+  answers the same address;
+* reads load the four latches, then read mode 0 returns the plane the read
+  map select names (in chain-4/odd-even the addressed plane), read mode 1
+  returns 1 bits where every plane that colour don't care includes matches
+  colour compare;
+* writes: rotate (GC 3 bits 0-2), then write mode 0 (set/reset where enable
+  set/reset says, else the rotated byte), 1 (the latches), 2 (byte bits 0-3
+  spread to whole planes), 3 (set/reset as data, rotated byte ANDed with the
+  bit mask); then the logical function with the latches (GC 3 bits 3-4:
+  replace, AND, OR, XOR), the bit mask (bits not in it keep the latch), and
+  the map mask (planes not in it are left alone).  Write mode 1 ignores the
+  function and the bit mask.
+"""
+
+import numpy as np
+from numba import njit
+
+PLANE_SIZE = 0x10000
+PLANE_MASK = PLANE_SIZE - 1
+FLOAT = 0xFF                     # a read nobody answers
+
+# -- st[] layout ------------------------------------------------------------------
+ST_WIN_BASE = 0      # linear address of the selected window
+ST_WIN_SIZE = 1      # its length (0x20000, 0x10000 or 0x8000)
+ST_MAP_MASK = 2      # sequencer 2, bits 0-3
+ST_CHAIN4 = 3        # sequencer 4 bit 3
+ST_OE_WRITE = 4      # odd/even writes (sequencer 4 bit 2 clear)
+ST_OE_READ = 5       # odd/even reads (GC 5 bit 4)
+ST_SET_RESET = 6     # GC 0
+ST_ENABLE_SR = 7     # GC 1
+ST_COLOR_CMP = 8     # GC 2
+ST_ROTATE = 9        # GC 3 bits 0-2
+ST_FUNC = 10         # GC 3 bits 3-4
+ST_READ_MAP = 11     # GC 4 bits 0-1
+ST_WRITE_MODE = 12   # GC 5 bits 0-1
+ST_READ_MODE = 13    # GC 5 bit 3
+ST_DONT_CARE = 14    # GC 7
+ST_BIT_MASK = 15     # GC 8
+ST_PLAIN = 16        # 1: a write is a plain store (mode 0, no rotate/SR/function, mask FFh)
+ST_LATCH = 20        # four latches, st[20..23]
+ST_WRITES = 24       # count of CPU writes that reached the planes (statistics)
+ST_READS = 25        # count of CPU reads the card answered
+ST_SIZE = 32
+
+FUNC_REPLACE, FUNC_AND, FUNC_OR, FUNC_XOR = 0, 1, 2, 3
+
+JIT = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
+
+
+def new_state():
+    """Power-on ``st``: window A0000h/128K, all planes, plain writes."""
+    st = np.zeros(ST_SIZE, dtype=np.int64)
+    st[ST_WIN_BASE] = 0xA0000
+    st[ST_WIN_SIZE] = 0x20000
+    st[ST_MAP_MASK] = 0x0F
+    st[ST_BIT_MASK] = 0xFF
+    st[ST_PLAIN] = 1
+    return st
+
+
+def new_planes():
+    return np.zeros((4, PLANE_SIZE), dtype=np.uint8)
+
+
+# -- one buffer for both: the compiled window handler's context ------------------------
+ST_BYTES = ST_SIZE * 8
+CONTEXT_BYTES = ST_BYTES + 4 * PLANE_SIZE
+
+
+def new_context():
+    """(ctx, st, planes): one contiguous ``uint8`` buffer and the two views
+    into it the functions below take.  The board hands ``ctx`` to the
+    compiled handler (``window_handler()``) as its context pointer."""
+    ctx = np.zeros(CONTEXT_BYTES, dtype=np.uint8)
+    st = ctx[:ST_BYTES].view(np.int64)
+    st[:] = new_state()
+    planes = ctx[ST_BYTES:].reshape(4, PLANE_SIZE)
+    return ctx, st, planes
+
+
+@njit(**JIT)
+def window_offset(st, a):
+    """Offset of linear address ``a`` in the selected window, or -1."""
+    off = a - st[ST_WIN_BASE]
+    if off < 0 or off >= st[ST_WIN_SIZE]:
+        return -1
+    return off
+
+
+@njit(**JIT)
+def read_offset(planes, st, off):
+    """CPU read at window offset ``off`` (>= 0): loads the latches."""
+    if st[ST_CHAIN4] != 0:
+        plane = off & 3
+        addr = off & (PLANE_MASK & ~3)
+    elif st[ST_OE_READ] != 0:
+        plane = (st[ST_READ_MAP] & 2) | (off & 1)
+        addr = off & (PLANE_MASK & ~1)
+    else:
+        plane = st[ST_READ_MAP]
+        addr = off & PLANE_MASK
+    l0 = np.int64(planes[0, addr])
+    l1 = np.int64(planes[1, addr])
+    l2 = np.int64(planes[2, addr])
+    l3 = np.int64(planes[3, addr])
+    st[ST_LATCH] = l0
+    st[ST_LATCH + 1] = l1
+    st[ST_LATCH + 2] = l2
+    st[ST_LATCH + 3] = l3
+    st[ST_READS] += 1
+    if st[ST_READ_MODE] == 0:
+        if plane == 0:
+            return l0
+        if plane == 1:
+            return l1
+        if plane == 2:
+            return l2
+        return l3
+    # read mode 1: colour compare
+    cc = st[ST_COLOR_CMP]
+    dc = st[ST_DONT_CARE]
+    diff = 0
+    if dc & 1:
+        diff |= l0 ^ (0xFF if cc & 1 else 0)
+    if dc & 2:
+        diff |= l1 ^ (0xFF if cc & 2 else 0)
+    if dc & 4:
+        diff |= l2 ^ (0xFF if cc & 4 else 0)
+    if dc & 8:
+        diff |= l3 ^ (0xFF if cc & 8 else 0)
+    return (~diff) & 0xFF
+
+
+@njit(**JIT)
+def write_offset(planes, st, off, v):
+    """CPU write of byte ``v`` at window offset ``off`` (>= 0)."""
+    mm = st[ST_MAP_MASK]
+    if st[ST_CHAIN4] != 0:
+        mm &= 1 << (off & 3)
+        addr = off & (PLANE_MASK & ~3)
+    elif st[ST_OE_WRITE] != 0:
+        mm &= 5 << (off & 1)
+        addr = off & (PLANE_MASK & ~1)
+    else:
+        addr = off & PLANE_MASK
+    st[ST_WRITES] += 1
+    if mm == 0:
+        return
+    v &= 0xFF
+    if st[ST_PLAIN] != 0:
+        for p in range(4):
+            if mm & (1 << p):
+                planes[p, addr] = v
+        return
+    mode = st[ST_WRITE_MODE]
+    if mode == 1:
+        for p in range(4):
+            if mm & (1 << p):
+                planes[p, addr] = st[ST_LATCH + p]
+        return
+    cpu = v
+    rot = st[ST_ROTATE]
+    if rot:
+        v = ((v >> rot) | (v << (8 - rot))) & 0xFF
+    mask = st[ST_BIT_MASK]
+    sr = st[ST_SET_RESET]
+    esr = st[ST_ENABLE_SR]
+    func = st[ST_FUNC]
+    if mode == 3:
+        mask &= v
+    for p in range(4):
+        bit = 1 << p
+        if not mm & bit:
+            continue
+        if mode == 0:
+            if esr & bit:
+                d = 0xFF if sr & bit else 0
+            else:
+                d = v
+        elif mode == 2:
+            d = 0xFF if cpu & bit else 0     # mode 2: the CPU byte unrotated
+        else:
+            d = 0xFF if sr & bit else 0
+        latch = st[ST_LATCH + p]
+        if func == FUNC_AND:
+            d &= latch
+        elif func == FUNC_OR:
+            d |= latch
+        elif func == FUNC_XOR:
+            d ^= latch
+        planes[p, addr] = ((d & mask) | (latch & ~mask)) & 0xFF
+
+
+@njit(**JIT)
+def cpu_read(planes, st, a):
+    """CPU read of linear address ``a`` (A0000h-BFFFFh)."""
+    off = window_offset(st, a)
+    if off < 0:
+        return FLOAT
+    return read_offset(planes, st, off)
+
+
+@njit(**JIT)
+def cpu_write(planes, st, a, v):
+    """CPU write of byte ``v`` at linear address ``a``."""
+    off = window_offset(st, a)
+    if off >= 0:
+        write_offset(planes, st, off, v)
+
+
+@njit(**JIT)
+def fill(planes, st, a, count, v):
+    """``count`` CPU writes of ``v`` at ``a``, ``a + 1``, ... (REP STOSB)."""
+    for i in range(count):
+        cpu_write(planes, st, (a + i) & 0xFFFFF, v)
+
+
+@njit(**JIT)
+def fill_words(planes, st, a, count, w):
+    """``count`` CPU word writes of ``w`` (REP STOSW), low byte first."""
+    for i in range(count):
+        cpu_write(planes, st, (a + 2 * i) & 0xFFFFF, w & 0xFF)
+        cpu_write(planes, st, (a + 2 * i + 1) & 0xFFFFF, (w >> 8) & 0xFF)
+
+
+@njit(**JIT)
+def copy(planes, st, dst, src, count):
+    """``count`` CPU read/write pairs, ascending (REP MOVSB inside the window)."""
+    for i in range(count):
+        v = cpu_read(planes, st, (src + i) & 0xFFFFF)
+        cpu_write(planes, st, (dst + i) & 0xFFFFF, v)
+
+
+@njit(**JIT)
+def read_block(planes, st, a, out):
+    for i in range(out.shape[0]):
+        out[i] = cpu_read(planes, st, (a + i) & 0xFFFFF)
+
+
+@njit(**JIT)
+def write_block(planes, st, a, data):
+    for i in range(data.shape[0]):
+        cpu_write(planes, st, (a + i) & 0xFFFFF, data[i])
+
+
+_HANDLER = None
+
+
+def window_handler():
+    """The numba ``cfunc`` ``int64(void *ctx, int64 address, int64 value,
+    int64 op)`` the core calls for every data access to the window (op 0
+    read, 1 write); ``ctx`` is the buffer of ``new_context()``.  Compiled on
+    first use (and cached on disk by numba)."""
+    global _HANDLER
+    if _HANDLER is None:
+        from numba import carray, cfunc, types
+        sig = types.int64(types.voidptr, types.int64, types.int64, types.int64)
+        total = CONTEXT_BYTES
+        st_bytes = ST_BYTES
+
+        @cfunc(sig, nopython=True, cache=True)
+        def handler(ctx, a, v, op):
+            buf = carray(ctx, (total,), np.uint8)
+            st = buf[:st_bytes].view(np.int64)
+            planes = buf[st_bytes:].reshape((4, PLANE_SIZE))
+            if op == 0:
+                return cpu_read(planes, st, a)
+            cpu_write(planes, st, a, v)
+            return 0
+
+        _HANDLER = handler
+    return _HANDLER

@@ -1,0 +1,831 @@
+"""IBM VGA: registers, 256 KiB of planar display memory, raster timing and a
+numpy renderer that follows the registers (not a mode number).
+
+Ports
+    3C0h  attribute controller index/data (a flip-flop; reading 3DAh/3BAh
+          resets it to "index"); 3C1h reads the indexed register
+    3C2h  write: miscellaneous output; read: input status 0 (bit 4: switch
+          sense, a colour monitor)
+    3C3h  video subsystem enable (bit 0), read back
+    3C4h/3C5h  sequencer index/data (registers 0-4)
+    3C6h  DAC pixel mask; 3C7h write: DAC read index, read: DAC state;
+    3C8h  DAC write index; 3C9h  DAC data (R, G, B, auto-increment)
+    3CAh  feature control (read); 3CCh miscellaneous output (read)
+    3CEh/3CFh  graphics controller index/data (registers 0-8)
+    3D4h/3D5h  CRTC index/data (3B4h/3B5h while misc output bit 0 is clear)
+    3DAh  input status 1 (3BAh in mono): bit 0 display disabled (blanking),
+          bit 3 vertical retrace; writes go to feature control
+
+    The CRTC's write protect (register 11h bit 7) guards registers 0-7
+    (except the line-compare bit of register 7).
+
+Memory
+    Four 64 KiB planes (``planes``, ``uint8[4, 65536]``) behind the
+    A0000h-BFFFFh window; the access model is ``planar.py``.  The window
+    decode, chain-4, odd/even, latches, read modes and write modes are all
+    there and are shared by the CPU path and by the BIOS.
+
+Timing
+    Dot clock 25.175 MHz or 28.322 MHz (misc output bits 2-3), 8 or 9 dots a
+    character (sequencer 1 bit 0), dots halved by sequencer 1 bit 3.  A line
+    is CRTC 0 + 5 characters, a frame CRTC 6 (+ overflow) + 2 lines; display
+    ends at CRTC 12h (+ overflow) + 1 lines and CRTC 1 + 1 characters;
+    vertical retrace runs from CRTC 10h (+ overflow) until the line whose
+    low four bits equal CRTC 11h bits 0-3.  Emulated time is CPU cycles at
+    14.31818 MHz / 3, so mode 3 runs at 70.1 Hz and mode 12h at 59.9 Hz of
+    emulated time.
+
+Rendering (``frame()``)
+    Every scan line is generated from the CRTC (start address, offset,
+    maximum scan line, double scan, line compare, byte/word/doubleword
+    addressing, CGA-compatible row-scan substitution of address bits 13/14),
+    the sequencer (8/9 dots, character maps), the graphics controller
+    (graphics/text, shift register modes), the attribute controller
+    (palette, mode control, colour plane enable, colour select) and the DAC.
+    The picture is returned at the mode's own resolution: a line the CRTC
+    repeats (double scan, or a graphics row of several identical scan lines)
+    is given once, so mode 13h is 320x200, mode 12h 640x480 and mode 3
+    720x400.  Not modelled: horizontal pel panning, preset row scan, cursor
+    skew, the underline location in colour text modes, 9-dot modes' pixel
+    panning, split-screen pel panning compatibility.
+"""
+
+import numpy as np
+
+from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
+
+from . import planar
+from .planar import (
+    ST_WIN_BASE, ST_WIN_SIZE, ST_MAP_MASK, ST_CHAIN4, ST_OE_WRITE, ST_OE_READ,
+    ST_SET_RESET, ST_ENABLE_SR, ST_COLOR_CMP, ST_ROTATE, ST_FUNC, ST_READ_MAP,
+    ST_WRITE_MODE, ST_READ_MODE, ST_DONT_CARE, ST_BIT_MASK, ST_PLAIN, ST_LATCH,
+)
+from .regs import SEQ_COUNT, CRTC_COUNT, GC_COUNT, AC_COUNT, MODES, DACS
+
+WINDOW_BASE = 0xA0000
+WINDOW_SIZE = 0x20000
+ROM_BASE = 0xC0000
+ROM_SIZE = 0x4000
+
+CPU_HZ_X3 = 14_318_180          # three CPU cycles per 14.31818 MHz tick
+DOT_CLOCKS = (25_175_000, 28_322_000, 25_175_000, 25_175_000)
+
+STATUS_DISPLAY_OFF = 0x01
+STATUS_VRETRACE = 0x08
+
+CURSOR_BLINK_FRAMES = 8         # cursor on 8 frames, off 8
+CHAR_BLINK_FRAMES = 16          # blinking characters on 16 frames, off 16
+
+PORTS = ([0x3B4, 0x3B5, 0x3BA] + list(range(0x3C0, 0x3D0))
+         + [0x3D4, 0x3D5, 0x3DA])
+
+# CRTC write masks (unused bits read back as written on the VGA; keep 8 bits)
+_CRTC_PROTECTED = range(0, 8)
+
+_CP437 = [bytes([b]).decode("cp437") for b in range(256)]
+TEXT_CHARS = tuple(" " if b < 0x20 else ("\u2302" if b == 0x7F else _CP437[b])
+                   for b in range(256))
+
+_BIT_SHIFTS = np.array([7, 6, 5, 4, 3, 2, 1, 0], dtype=np.uint8)
+_CGA_SHIFTS = np.array([6, 4, 2, 0], dtype=np.uint8)
+
+
+class VGA(Device):
+    declaration = DeviceDeclaration(
+        name="vga",
+        ports=list(PORTS),
+        memory=[MemoryWindow(WINDOW_BASE, WINDOW_SIZE, "device"),
+                MemoryWindow(ROM_BASE, ROM_SIZE, "rom")],
+        capabilities=["video", "vga", "ega", "text40", "text80", "g320", "g640",
+                      "planar", "vga256"],
+    )
+    adapter = "VGA"
+
+    def __init__(self, clock=None):
+        self.clock = clock if clock is not None else (lambda: 0)
+        # registers the memory path needs, latches and planes: one buffer
+        self.ctx, self.st, self.planes = planar.new_context()
+        self.rom = None                 # bytes of the data ROM at C0000h (BIOS tables, fonts)
+        self.machine = None
+        self.reset()
+
+    # -- wiring (see attach in __init__) -------------------------------------------
+    def reset(self):
+        self.planes[:] = 0
+        self.st[:] = planar.new_state()
+        mode = MODES[3]
+        self.misc = mode.misc
+        self.seq = [0x03] + list(mode.seq)
+        self.crtc = list(mode.crtc)
+        self.gc = list(mode.gc)
+        self.ac = list(mode.ac)
+        self.seq_index = 0
+        self.crtc_index = 0
+        self.gc_index = 0
+        self.ac_index = 0x20            # palette address source set: the screen shows
+        self.ac_flipflop = 0            # 0: next 3C0h write is an index
+        self.feature = 0
+        self.subsystem = 1
+        self.dac = np.zeros((256, 3), dtype=np.uint8)
+        self.dac[:64] = DACS["ega64"]()
+        self.pel_mask = 0xFF
+        self.dac_write_index = 0
+        self.dac_read_index = 0
+        self.dac_component = 0
+        self.dac_state = 0
+        self.dac_pending = [0, 0, 0]
+        self.epoch_dots = 0
+        self.epoch_frame = 0
+        self.epoch_dots = self._now_dots()
+        self._sync()
+
+    # -- derived state ---------------------------------------------------------------
+    def _sync(self):
+        """Decode the registers the memory path needs into ``st``."""
+        st = self.st
+        gc = self.gc
+        sel = (gc[6] >> 2) & 3
+        st[ST_WIN_BASE], st[ST_WIN_SIZE] = ((0xA0000, 0x20000), (0xA0000, 0x10000),
+                                            (0xB0000, 0x8000), (0xB8000, 0x8000))[sel]
+        st[ST_MAP_MASK] = self.seq[2] & 0x0F
+        st[ST_CHAIN4] = 1 if self.seq[4] & 0x08 else 0
+        st[ST_OE_WRITE] = 0 if self.seq[4] & 0x04 else 1
+        st[ST_OE_READ] = 1 if gc[5] & 0x10 else 0
+        st[ST_SET_RESET] = gc[0] & 0x0F
+        st[ST_ENABLE_SR] = gc[1] & 0x0F
+        st[ST_COLOR_CMP] = gc[2] & 0x0F
+        st[ST_ROTATE] = gc[3] & 7
+        st[ST_FUNC] = (gc[3] >> 3) & 3
+        st[ST_READ_MAP] = gc[4] & 3
+        st[ST_WRITE_MODE] = gc[5] & 3
+        st[ST_READ_MODE] = (gc[5] >> 3) & 1
+        st[ST_DONT_CARE] = gc[7] & 0x0F
+        st[ST_BIT_MASK] = gc[8]
+        st[ST_PLAIN] = 1 if (gc[5] & 3 == 0 and gc[1] & 0x0F == 0 and gc[3] == 0
+                             and gc[8] == 0xFF) else 0
+
+    # -- CPU memory path (Python entry; the compiled window calls planar directly) -------
+    def mem_read(self, address):
+        """A CPU read of linear ``address`` (A0000h-BFFFFh): loads the latches."""
+        return int(planar.cpu_read(self.planes, self.st, address & 0xFFFFF))
+
+    def mem_write(self, address, value):
+        """A CPU write of byte ``value`` at linear ``address``."""
+        planar.cpu_write(self.planes, self.st, address & 0xFFFFF, value & 0xFF)
+
+    def mem_fill(self, address, count, value):
+        """``count`` CPU writes of ``value`` from ``address`` upwards."""
+        planar.fill(self.planes, self.st, address & 0xFFFFF, count, value & 0xFF)
+
+    def mem_fill_words(self, address, count, word):
+        """``count`` CPU word writes of ``word`` (REP STOSW): low byte first."""
+        planar.fill_words(self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF)
+
+    def mem_copy(self, dst, src, count):
+        """``count`` CPU read/write pairs (latches go along, as REP MOVSB)."""
+        planar.copy(self.planes, self.st, dst & 0xFFFFF, src & 0xFFFFF, count)
+
+    def mem_block_read(self, address, count):
+        """``count`` CPU reads from ``address`` as bytes."""
+        out = np.zeros(count, dtype=np.uint8)
+        planar.read_block(self.planes, self.st, address & 0xFFFFF, out)
+        return out.tobytes()
+
+    def mem_block_write(self, address, data):
+        arr = np.frombuffer(bytes(data), dtype=np.uint8)
+        planar.write_block(self.planes, self.st, address & 0xFFFFF, arr)
+
+    def video_firmware(self, service):
+        """The card's INT 10h (its ROM's services) for the system BIOS's
+        video ``service``; maps nothing, the data ROM is mapped at attach."""
+        from .bios import VgaFirmware
+        return VgaFirmware(service, self)
+
+    # -- ports -----------------------------------------------------------------------
+    @property
+    def mono(self):
+        return not self.misc & 1
+
+    def port_read(self, port):
+        if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
+            return 0xFF
+        if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
+            return 0xFF
+        if port in (0x3B4, 0x3D4):
+            return self.crtc_index
+        if port in (0x3B5, 0x3D5):
+            i = self.crtc_index
+            return self.crtc[i] if i < CRTC_COUNT else 0xFF
+        if port in (0x3BA, 0x3DA):
+            self.ac_flipflop = 0
+            return self.status()
+        if port == 0x3C0:
+            return self.ac_index
+        if port == 0x3C1:
+            i = self.ac_index & 0x1F
+            return self.ac[i] if i < AC_COUNT else 0
+        if port == 0x3C2:
+            return 0x10                          # switch sense: a colour monitor
+        if port == 0x3C3:
+            return self.subsystem
+        if port == 0x3C4:
+            return self.seq_index
+        if port == 0x3C5:
+            i = self.seq_index
+            return self.seq[i] if i < SEQ_COUNT else 0xFF
+        if port == 0x3C6:
+            return self.pel_mask
+        if port == 0x3C7:
+            return self.dac_state
+        if port == 0x3C8:
+            return self.dac_write_index
+        if port == 0x3C9:
+            return self._dac_read()
+        if port == 0x3CA:
+            return self.feature
+        if port == 0x3CC:
+            return self.misc
+        if port == 0x3CE:
+            return self.gc_index
+        if port == 0x3CF:
+            i = self.gc_index
+            return self.gc[i] if i < GC_COUNT else 0xFF
+        return 0xFF
+
+    def port_write(self, port, value):
+        value &= 0xFF
+        if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
+            return
+        if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
+            return
+        if port in (0x3B4, 0x3D4):
+            self.crtc_index = value & 0x3F
+        elif port in (0x3B5, 0x3D5):
+            self.crtc_write(self.crtc_index, value)
+        elif port in (0x3BA, 0x3DA):
+            self.feature = value
+        elif port == 0x3C0:
+            if self.ac_flipflop == 0:
+                self.ac_index = value & 0x3F
+            else:
+                i = self.ac_index & 0x1F
+                if i < AC_COUNT:
+                    self.ac[i] = value & (0x3F if i < 16 else 0xFF)
+            self.ac_flipflop ^= 1
+        elif port == 0x3C2:
+            self._retime(lambda: setattr(self, "misc", value))
+            self._publish()
+        elif port == 0x3C3:
+            self.subsystem = value & 1
+        elif port == 0x3C4:
+            self.seq_index = value & 0x07
+        elif port == 0x3C5:
+            i = self.seq_index
+            if i < SEQ_COUNT:
+                if i == 1 and (value ^ self.seq[1]) & 0x09:
+                    self._retime(lambda: self.seq.__setitem__(1, value))
+                    self._publish()
+                else:
+                    self.seq[i] = value
+                self._sync()
+        elif port == 0x3C6:
+            self.pel_mask = value
+        elif port == 0x3C7:
+            self.dac_read_index = value
+            self.dac_component = 0
+            self.dac_state = 3
+        elif port == 0x3C8:
+            self.dac_write_index = value
+            self.dac_component = 0
+            self.dac_state = 0
+        elif port == 0x3C9:
+            self._dac_write(value)
+        elif port == 0x3CE:
+            self.gc_index = value & 0x0F
+        elif port == 0x3CF:
+            i = self.gc_index
+            if i < GC_COUNT:
+                self.gc[i] = value
+                self._sync()
+
+    def crtc_write(self, i, value):
+        if i >= CRTC_COUNT:
+            return
+        if self.crtc[0x11] & 0x80 and i in _CRTC_PROTECTED:
+            if i != 7:
+                return
+            value = (self.crtc[7] & ~0x10) | (value & 0x10)
+        if i in (0, 1, 6, 7, 9, 0x10, 0x11, 0x12) and value != self.crtc[i]:
+            self._retime(lambda: self.crtc.__setitem__(i, value))
+            self._publish()
+        else:
+            self.crtc[i] = value
+
+    def _dac_write(self, value):
+        self.dac_pending[self.dac_component] = value & 0x3F
+        self.dac_component += 1
+        if self.dac_component == 3:
+            self.dac[self.dac_write_index] = self.dac_pending
+            self.dac_write_index = (self.dac_write_index + 1) & 0xFF
+            self.dac_component = 0
+
+    def _dac_read(self):
+        v = int(self.dac[self.dac_read_index, self.dac_component])
+        self.dac_component += 1
+        if self.dac_component == 3:
+            self.dac_read_index = (self.dac_read_index + 1) & 0xFF
+            self.dac_component = 0
+        return v
+
+    # -- timing ------------------------------------------------------------------------
+    def _dot_hz(self):
+        return DOT_CLOCKS[(self.misc >> 2) & 3]
+
+    def _now_dots(self, cycle=None):
+        if cycle is None:
+            try:
+                cycle = int(self.clock())
+            except Exception:     # the machine's clock may not run yet at creation
+                cycle = 0
+        return cycle * 3 * self._dot_hz() // CPU_HZ_X3
+
+    def _timing(self):
+        r = self.crtc
+        ovf = r[7]
+        char_dots = 8 if self.seq[1] & 1 else 9
+        if self.seq[1] & 0x08:
+            char_dots *= 2
+        line_dots = (r[0] + 5) * char_dots
+        vtotal = r[6] + ((ovf & 1) << 8) + ((ovf & 0x20) << 4) + 2
+        vde = r[0x12] + ((ovf & 2) << 7) + ((ovf & 0x40) << 3) + 1
+        vrs = r[0x10] + ((ovf & 4) << 6) + ((ovf & 0x80) << 2)
+        vre = r[0x11] & 0x0F
+        length = (vre - vrs) & 0x0F or 16
+        return {
+            "char_dots": char_dots,
+            "line_dots": line_dots,
+            "hdisp_dots": (r[1] + 1) * char_dots,
+            "vtotal_lines": vtotal,
+            "frame_dots": line_dots * vtotal,
+            "vdisp_lines": vde,
+            "vsync_start": vrs,
+            "vsync_end": vrs + length,
+        }
+
+    def _retime(self, change):
+        """Apply a change of clock or geometry keeping the frame count and the
+        position inside the frame (as the CGA does)."""
+        t = self._timing()
+        now = self._now_dots()
+        elapsed = max(0, now - self.epoch_dots)
+        frame = self.epoch_frame + elapsed // t["frame_dots"]
+        pos = elapsed % t["frame_dots"]
+        change()
+        t = self._timing()
+        pos = min(pos, t["frame_dots"] - 1)
+        self.epoch_frame = frame
+        self.epoch_dots = self._now_dots() - pos
+
+    def _publish(self):
+        """Hook for the board's raster fast path (see attach); no-op here."""
+
+    def beam(self, cycle=None):
+        t = self._timing()
+        elapsed = self._now_dots(cycle) - self.epoch_dots
+        frame = self.epoch_frame + elapsed // t["frame_dots"]
+        pos = elapsed % t["frame_dots"]
+        line, dot = divmod(pos, t["line_dots"])
+        return {"frame": int(frame), "line": int(line), "dot": int(dot),
+                "display": bool(line < t["vdisp_lines"] and dot < t["hdisp_dots"]),
+                "vsync": bool(t["vsync_start"] <= line < t["vsync_end"])}
+
+    def status(self, cycle=None):
+        """Input status 1 (3DAh) at ``cycle`` (default: now)."""
+        b = self.beam(cycle)
+        value = 0
+        if not b["display"]:
+            value |= STATUS_DISPLAY_OFF
+        if b["vsync"]:
+            value |= STATUS_VRETRACE
+        return value
+
+    def frame_number(self, cycle=None):
+        return self.beam(cycle)["frame"]
+
+    def frame_cycles(self):
+        t = self._timing()
+        return t["frame_dots"] * CPU_HZ_X3 / (3 * self._dot_hz())
+
+    def next_event(self):
+        return None
+
+    # -- mode facts ----------------------------------------------------------------------
+    def is_graphics(self):
+        return bool(self.gc[6] & 1)
+
+    def text_geometry(self):
+        """(columns, rows, char_height) of the displayed text layout."""
+        t = self._timing()
+        msl = (self.crtc[9] & 0x1F) + 1
+        scan = t["vdisp_lines"] // (2 if self.crtc[9] & 0x80 else 1)
+        return self.crtc[1] + 1, max(1, scan // msl), msl
+
+    def columns(self):
+        return self.crtc[1] + 1 if not self.is_graphics() else (
+            self.crtc[1] + 1 if self.gc[5] & 0x60 == 0 or self.gc[5] & 0x20
+            else (self.crtc[1] + 1) // 2)
+
+    def mode_name(self):
+        """Text40/Text80 in text modes (as the CGA says); otherwise the
+        graphics layout: G<width>x<height>x<colours>."""
+        if not self.is_graphics():
+            return "Text80" if self.crtc[1] + 1 >= 80 else "Text40"
+        w, h = self.resolution()
+        return f"G{w}x{h}x{self.colour_count()}"
+
+    def colour_count(self):
+        if self.ac[0x10] & 0x40:
+            return 256
+        if self.gc[5] & 0x20:
+            return 4
+        planes = bin(self.ac[0x12] & 0x0F).count("1")
+        return 1 << planes
+
+    def graphics_mode(self):
+        return self.gc[6]
+
+    def blink_enabled(self):
+        return bool(self.ac[0x10] & 0x08)
+
+    def blink_phase(self, frame=None):
+        if frame is None:
+            frame = self.frame_number()
+        return ((frame // CURSOR_BLINK_FRAMES) % 2 == 0,
+                (frame // CHAR_BLINK_FRAMES) % 2 == 0)
+
+    def start_address(self):
+        return (self.crtc[0x0C] << 8) | self.crtc[0x0D]
+
+    def display_address(self):
+        """Plane offset of the first displayed character (text: MA * 2)."""
+        return self._mem_address(np.array([self.start_address()]), np.zeros(1, np.int64))[0]
+
+    # -- addressing ---------------------------------------------------------------------
+    def _mem_address(self, ma, ra):
+        """Plane offsets for CRTC addresses ``ma`` at row scan ``ra``."""
+        ma = np.asarray(ma, dtype=np.int64) & 0xFFFF
+        r = self.crtc
+        if r[0x14] & 0x40:                                  # doubleword
+            addr = ((ma << 2) | ((ma >> 14) & 3)) & 0xFFFF
+        elif not r[0x17] & 0x40:                            # word
+            bit = (ma >> 15) & 1 if r[0x17] & 0x20 else (ma >> 13) & 1
+            addr = ((ma << 1) | bit) & 0xFFFF
+        else:                                               # byte
+            addr = ma
+        ra = np.asarray(ra, dtype=np.int64)
+        if not r[0x17] & 0x01:
+            addr = (addr & ~0x2000) | ((ra & 1) << 13)
+        if not r[0x17] & 0x02:
+            addr = (addr & ~0x4000) | (((ra >> 1) & 1) << 14)
+        return addr
+
+    def _scanlines(self):
+        """Per displayed native line: (row start MA, row scan) arrays."""
+        r = self.crtc
+        t = self._timing()
+        vde = t["vdisp_lines"]
+        dbl = 2 if r[9] & 0x80 else 1
+        msl = (r[9] & 0x1F) + 1
+        lc = r[0x18] + ((r[7] & 0x10) << 4) + ((r[9] & 0x40) << 3)
+        offset = r[0x13] * 2
+        line = np.arange(vde, dtype=np.int64)
+        split = line > lc
+        rel = np.where(split, line - (lc + 1), line) // dbl
+        row = rel // msl
+        ra = rel % msl
+        base = np.where(split, 0, self.start_address())
+        ma = base + row * offset
+        graphics = self.is_graphics()
+        uses_ra = (not graphics) or (r[0x17] & 3) != 3
+        step = dbl * (1 if uses_ra else msl)
+        if lc < vde and step > 1:
+            # a split screen may not fall on a step: keep every line
+            step = 1 if (lc + 1) % step else step
+        return ma[::step], ra[::step]
+
+    def resolution(self):
+        """(width, height) of ``frame()``."""
+        ma, _ = self._scanlines()
+        chars = self.crtc[1] + 1
+        if not self.is_graphics():
+            return chars * (8 if self.seq[1] & 1 else 9), len(ma)
+        return chars * self._pixels_per_char(), len(ma)
+
+    def _pixels_per_char(self):
+        if self.ac[0x10] & 0x40 or self.gc[5] & 0x40:
+            return 4
+        return 8
+
+    # -- palette -------------------------------------------------------------------------
+    def dac_rgb(self):
+        """The 256 DAC entries as 8-bit RGB (6-bit values scaled to 0-255)."""
+        return ((self.dac.astype(np.uint16) * 255 + 31) // 63).astype(np.uint8)
+
+    def attribute_lut(self):
+        """DAC index for each 4-bit pixel value (colour plane enable,
+        palette registers, P5-4 select and colour select applied)."""
+        ac = self.ac
+        values = np.arange(16) & (ac[0x12] & 0x0F)
+        pal = np.array(ac[:16], dtype=np.int64)[values]
+        select = ac[0x14]
+        if ac[0x10] & 0x80:
+            pal = (pal & 0x0F) | ((select & 3) << 4)
+        pal = (pal & 0x3F) | ((select & 0x0C) << 4)
+        return pal.astype(np.int64)
+
+    def _to_rgb(self, dac_index):
+        idx = np.asarray(dac_index, dtype=np.int64) & self.pel_mask
+        return self.dac_rgb()[idx]
+
+    # -- rendering -----------------------------------------------------------------------
+    def frame_indices(self, frame=None):
+        """The picture as DAC indices, ``uint8[height, width]``."""
+        w, h = self.resolution()
+        if not self.ac_index & 0x20 or self.seq[1] & 0x20 or h == 0:
+            return np.full((h, w), self._overscan_index(), dtype=np.uint8)
+        if frame is None:
+            frame = self.frame_number()
+        if self.is_graphics():
+            img = self._render_graphics()
+        else:
+            img = self._render_text(frame)
+        return img.astype(np.uint8)
+
+    def _overscan_index(self):
+        return 0 if self.ac_index & 0x20 == 0 else self.ac[0x11]
+
+    def frame(self, frame=None):
+        """The picture as RGB, ``uint8[height, width, 3]`` at the mode's own
+        resolution (see ``resolution()``)."""
+        return self._to_rgb(self.frame_indices(frame))
+
+    def frame_doubled(self, frame=None):
+        """``frame()`` scaled to at least 400 lines (200-line modes doubled)."""
+        img = self.frame(frame)
+        if img.shape[0] and img.shape[0] < 300:
+            img = np.repeat(img, 2, axis=0)
+        return img
+
+    def _fetch(self, ma_rows, ra_rows, chars):
+        """Plane bytes for every character clock: uint8[4, lines, chars]."""
+        ma = ma_rows[:, None] + np.arange(chars)[None, :]
+        addr = self._mem_address(ma, np.broadcast_to(ra_rows[:, None], ma.shape))
+        return self.planes[:, addr]
+
+    def _render_graphics(self):
+        ma, ra = self._scanlines()
+        chars = self.crtc[1] + 1
+        data = self._fetch(ma, ra, chars)            # 4, lines, chars
+        lines = len(ma)
+        ac10 = self.ac[0x10]
+        gc5 = self.gc[5]
+        if ac10 & 0x40 or gc5 & 0x40:
+            # 256 colours: the four planes give four pixels of a character clock
+            pix = np.transpose(data, (1, 2, 0)).reshape(lines, chars * 4)
+            return pix
+        if gc5 & 0x20:
+            # CGA-compatible interleave: plane 0 gives pixels 0-3, plane 1
+            # pixels 4-7, 2 bits each (planes 2/3 likewise for bits 2-3)
+            lo = np.concatenate([(data[0][:, :, None] >> _CGA_SHIFTS) & 3,
+                                 (data[1][:, :, None] >> _CGA_SHIFTS) & 3], axis=2)
+            hi = np.concatenate([(data[2][:, :, None] >> _CGA_SHIFTS) & 3,
+                                 (data[3][:, :, None] >> _CGA_SHIFTS) & 3], axis=2)
+            values = (lo | (hi << 2)).reshape(lines, chars * 8)
+        else:
+            bits = (data[:, :, :, None] >> _BIT_SHIFTS) & 1   # 4, lines, chars, 8
+            values = (bits[0] | (bits[1] << 1) | (bits[2] << 2) | (bits[3] << 3))
+            values = values.reshape(lines, chars * 8)
+        return self.attribute_lut()[values]
+
+    def font_offsets(self):
+        """Plane-2 offsets of character maps A and B (sequencer 3)."""
+        s3 = self.seq[3]
+        a = ((s3 >> 5) & 1) << 2 | ((s3 >> 2) & 3)
+        b = ((s3 >> 4) & 1) << 2 | (s3 & 3)
+
+        def off(v):
+            return (v & 3) * 0x4000 + (v >> 2) * 0x2000
+        return off(a), off(b)
+
+    def _render_text(self, frame):
+        ma, ra = self._scanlines()
+        chars = self.crtc[1] + 1
+        data = self._fetch(ma, ra * 0, chars)        # row scan does not move text
+        ch = data[0].astype(np.int64)
+        at = data[1].astype(np.int64)
+        map_a, map_b = self.font_offsets()
+        font_base = np.where(at & 0x08, map_b, map_a) if map_a != map_b else map_a
+        glyph_addr = (font_base + ch * 32 + ra[:, None]) & 0xFFFF
+        glyph = self.planes[2][glyph_addr].astype(np.int64)     # lines, chars
+        nine = not self.seq[1] & 1
+        width = 9 if nine else 8
+        bits = (glyph[:, :, None] >> _BIT_SHIFTS) & 1             # lines, chars, 8
+        if nine:
+            ninth = np.where((self.ac[0x10] & 0x04) & ((ch >= 0xC0) & (ch <= 0xDF)),
+                             bits[:, :, 7], 0)
+            bits = np.concatenate([bits, ninth[:, :, None]], axis=2)
+        fg = at & 0x0F
+        bg = at >> 4
+        cursor_on, char_on = self.blink_phase(frame)
+        if self.blink_enabled():
+            bg = bg & 7
+            if not char_on:
+                fg = np.where(at & 0x80, bg, fg)
+        if self.ac[0x10] & 0x02:                      # monochrome: underline
+            ul = (self.crtc[0x14] & 0x1F)
+            under = ((at & 0x77) == 0x01) & (ra[:, None] == ul)
+            bits = np.where(under[:, :, None], 1, bits)
+        # cursor
+        r = self.crtc
+        cstart, cend = r[0x0A] & 0x1F, r[0x0B] & 0x1F
+        if not r[0x0A] & 0x20 and cstart <= cend and cursor_on:
+            cpos = (r[0x0E] << 8) | r[0x0F]
+            col = cpos - ma[:, None]
+            hit = (col >= 0) & (col < chars) & (ra >= cstart)[:, None] & (ra <= cend)[:, None]
+            lines_hit, = np.nonzero(hit.any(axis=1))
+            if len(lines_hit):
+                cols = col[lines_hit, 0] if col.ndim == 2 else col[lines_hit]
+                bits[lines_hit, cols, :] = 1
+        values = np.where(bits == 1, fg[:, :, None], bg[:, :, None])
+        values = values.reshape(len(ma), chars * width)
+        return self.attribute_lut()[values]
+
+    # -- text for people and tests ---------------------------------------------------------
+    def _text_cells(self, start=None, rows=None):
+        columns, nrows, _ = self.text_geometry()
+        if rows is None:
+            rows = nrows
+        if start is None:
+            start = self.start_address()
+        stride = self.crtc[0x13] * 2
+        ma = start + np.arange(rows)[:, None] * stride + np.arange(columns)[None, :]
+        addr = self._mem_address(ma, np.zeros_like(ma))
+        return self.planes[0][addr], self.planes[1][addr]
+
+    def text_rows(self, start=None, trim=True):
+        """The text rows of the displayed page (CP437 as Unicode, controls
+        as spaces), trimmed on the right unless ``trim`` is False.  In a
+        graphics mode: an empty list."""
+        if self.is_graphics():
+            return []
+        chars, _ = self._text_cells(start)
+        rows = ["".join(TEXT_CHARS[c] for c in row) for row in chars.tolist()]
+        return [r.rstrip(" ") for r in rows] if trim else rows
+
+    def text(self):
+        return "\n".join(self.text_rows())
+
+    def text_page(self, page=None, display_address=None):
+        """Like the CGA's: the cells of a text page (``page`` counts pages of
+        the current geometry from plane offset 0; ``display_address`` is a
+        CRTC start address in characters)."""
+        if page is not None and display_address is not None:
+            raise ValueError("page and display_address are mutually exclusive")
+        columns, rows, _ = self.text_geometry()
+        page_words = max(1, self.crtc[0x13] * 2 * rows)
+        page_words = (page_words + 0x7FF) // 0x800 * 0x800 if page_words <= 0x800 * 4 else page_words
+        page_count = max(1, 0x8000 // (page_words * 2)) if not self.is_graphics() else 1
+        active = self.start_address()
+        if page is not None:
+            if not 0 <= page < page_count:
+                raise ValueError(f"page must be 0..{page_count - 1}")
+            start = page * page_words
+        elif display_address is not None:
+            if not 0 <= display_address <= 0xFFFF:
+                raise ValueError("display_address must be 0..0xFFFF")
+            start = display_address
+        else:
+            start = active
+        if self.is_graphics():
+            chars = attrs = np.zeros((rows, columns), np.uint8)
+            text = []
+        else:
+            chars, attrs = self._text_cells(start, rows)
+            text = [r.rstrip(" ") for r in
+                    ("".join(TEXT_CHARS[c] for c in row) for row in chars.tolist())]
+        blink = self.blink_enabled()
+        cells = [[{"code": c, "char": TEXT_CHARS[c], "attribute": a,
+                   "foreground": a & 0x0F,
+                   "background": (a >> 4) & (0x07 if blink else 0x0F),
+                   "blink": bool(blink and a & 0x80)}
+                  for c, a in zip(crow, arow)]
+                 for crow, arow in zip(chars.tolist(), attrs.tolist())]
+        return {
+            "adapter": self.adapter,
+            "columns": columns,
+            "rows": rows,
+            "page_size_bytes": page_words * 2,
+            "page_count": page_count,
+            "page": start // page_words,
+            "active_page": active // page_words,
+            "is_active_page": start == active,
+            "display_address": start,
+            "mode": self.mode_name(),
+            "graphics_mode": self.gc[6],
+            "text": text,
+            "cells": cells,
+        }
+
+    def cursor(self, frame=None):
+        """Cursor state: CRTC address, shape, enable, blink phase, cell."""
+        r = self.crtc
+        address = (r[0x0E] << 8) | r[0x0F]
+        start, end = r[0x0A] & 0x1F, r[0x0B] & 0x1F
+        enabled = not r[0x0A] & 0x20 and start <= end
+        if frame is None:
+            frame = self.frame_number()
+        phase = (frame // CURSOR_BLINK_FRAMES) % 2 == 0
+        columns, rows, _ = self.text_geometry()
+        stride = max(1, r[0x13] * 2)
+        offset = (address - self.start_address()) & 0xFFFF
+        row, column = divmod(offset, stride)
+        on_screen = not self.is_graphics() and row < rows and column < columns
+        return {
+            "address": address,
+            "start_scanline": start,
+            "end_scanline": end,
+            "enabled": bool(enabled),
+            "visible": bool(enabled and phase and on_screen),
+            "blink_phase": bool(phase),
+            "column": int(column) if on_screen else None,
+            "row": int(row) if on_screen else None,
+        }
+
+    def write_png(self, path, double=False, frame=None):
+        from pypc_plugins.cga.cga import encode_png
+        rgb = self.frame_doubled(frame) if double else self.frame(frame)
+        data = encode_png(rgb)
+        with open(path, "wb") as f:
+            f.write(data)
+        return len(data)
+
+    # -- state -------------------------------------------------------------------------
+    def get_state(self):
+        import base64
+        import zlib
+        return {
+            "planes": base64.b64encode(zlib.compress(self.planes.tobytes(), 6)).decode(),
+            "latches": [int(v) for v in self.st[ST_LATCH:ST_LATCH + 4]],
+            "misc": self.misc, "seq": list(self.seq), "crtc": list(self.crtc),
+            "gc": list(self.gc), "ac": list(self.ac),
+            "seq_index": self.seq_index, "crtc_index": self.crtc_index,
+            "gc_index": self.gc_index, "ac_index": self.ac_index,
+            "ac_flipflop": self.ac_flipflop, "feature": self.feature,
+            "subsystem": self.subsystem,
+            "dac": self.dac.reshape(-1).tolist(), "pel_mask": self.pel_mask,
+            "dac_write_index": self.dac_write_index, "dac_read_index": self.dac_read_index,
+            "dac_component": self.dac_component, "dac_state": self.dac_state,
+            "dac_pending": list(self.dac_pending),
+            "epoch_dots": int(self.epoch_dots), "epoch_frame": int(self.epoch_frame),
+        }
+
+    def set_state(self, state):
+        import base64
+        import zlib
+        try:
+            planes = np.frombuffer(zlib.decompress(base64.b64decode(state["planes"])),
+                                   dtype=np.uint8)
+            seq = [int(v) & 0xFF for v in state["seq"]]
+            crtc = [int(v) & 0xFF for v in state["crtc"]]
+            gc = [int(v) & 0xFF for v in state["gc"]]
+            ac = [int(v) & 0xFF for v in state["ac"]]
+            dac = np.array(state["dac"], dtype=np.int64)
+            latches = [int(v) & 0xFF for v in state["latches"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"VGA state: {exc}") from exc
+        if (planes.size != 4 * planar.PLANE_SIZE or len(seq) != SEQ_COUNT
+                or len(crtc) != CRTC_COUNT or len(gc) != GC_COUNT or len(ac) != AC_COUNT
+                or dac.size != 768 or len(latches) != 4):
+            raise ValueError("VGA state: wrong register or memory sizes")
+        self.planes[:] = planes.reshape(4, planar.PLANE_SIZE)
+        self.seq, self.crtc, self.gc, self.ac = seq, crtc, gc, ac
+        self.misc = int(state["misc"]) & 0xFF
+        self.seq_index = int(state["seq_index"]) & 7
+        self.crtc_index = int(state["crtc_index"]) & 0x3F
+        self.gc_index = int(state["gc_index"]) & 0x0F
+        self.ac_index = int(state["ac_index"]) & 0x3F
+        self.ac_flipflop = int(state["ac_flipflop"]) & 1
+        self.feature = int(state["feature"]) & 0xFF
+        self.subsystem = int(state["subsystem"]) & 1
+        self.dac[:] = (dac & 0x3F).reshape(256, 3)
+        self.pel_mask = int(state["pel_mask"]) & 0xFF
+        self.dac_write_index = int(state["dac_write_index"]) & 0xFF
+        self.dac_read_index = int(state["dac_read_index"]) & 0xFF
+        self.dac_component = int(state["dac_component"]) % 3
+        self.dac_state = int(state["dac_state"]) & 3
+        self.dac_pending = [int(v) & 0x3F for v in state["dac_pending"]]
+        self.epoch_dots = int(state["epoch_dots"])
+        self.epoch_frame = int(state["epoch_frame"])
+        self._sync()
+        self.st[ST_LATCH:ST_LATCH + 4] = latches
+        self._publish()
