@@ -130,6 +130,8 @@ def add_run_arguments(parser):
                    help="stop (exit 1) after SECONDS of emulated time")
     g.add_argument("--screenshot", metavar="PNG",
                    help="save a screenshot to PNG when the run stops")
+    from .dos.launch import add_arguments as add_dos_arguments
+    add_dos_arguments(parser)
     return parser
 
 

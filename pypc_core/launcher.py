@@ -31,7 +31,8 @@ def config_from_args(args):
         hdd_geometry=args.hdd_geometry, readonly=args.readonly,
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
-        plugin_manager=getattr(args, "plugin_manager", None), options=args)
+        plugin_manager=getattr(args, "plugin_manager", None), options=args,
+        dos=getattr(args, "dos_config", None))
 
 
 def unescape(text):
@@ -84,12 +85,21 @@ def check_machine(machine, args):
 
 def run(args):
     check_args(args)
+    from .dos import launch as dos_launch
+    dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
     machine = Machine(config_from_args(args))
     try:
         check_machine(machine, args)
         if args.headless:
+            if machine.dos is not None:
+                return dos_launch.run_headless(machine, args)
             return run_headless(machine, args)
-        return run_live(machine, args)
+        result = run_live(machine, args)
+        if machine.dos is not None:
+            dos_launch.print_console(machine)
+            if machine.dos.exited and result == 0:
+                return machine.dos.exit_code
+        return result
     finally:
         machine.close()
 
@@ -312,6 +322,8 @@ def run_live(machine, args):
                     machine.press_keys(keys_from_terminal(data))
                 typist.frame()
                 machine.run_for(frame)
+                if machine.dos is not None and machine.dos.exited:
+                    break                       # the DOS program ended
                 now = time.perf_counter()
                 if now - last > 1 / 15:
                     live.update(screen())

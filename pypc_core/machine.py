@@ -43,6 +43,7 @@ class MachineConfig:
     cow_dir: str = None                    # with cow: keep the overlays in DIR/NAME.cow
     bios: str = None                       # a third-party BIOS image instead of ours
     option_roms: list = attrs.Factory(list)   # [(path, segment)]
+    dos: object = None                     # a dos.DosConfig: boot the built-in DOS
     memory_kib: int = 640
     speed: float = 0.0                     # 0: unpaced (turbo); 1.0: a real XT
     plugin_manager: object = None          # an already-selected PluginManager
@@ -74,6 +75,7 @@ class Machine:
         self.disks = {}
         self.video = None
         self.bios = None
+        self.dos = None                 # the built-in DOS (MachineConfig.dos)
         self.interrupts_taken = 0       # hardware interrupts dispatched (IRQs)
         self._closed = False
         try:
@@ -182,12 +184,18 @@ class Machine:
             if len(image) not in (8192, 16384, 32768, 65536):
                 raise MachineError(
                     f"{cfg.bios}: a BIOS image must be 8, 16, 32 or 64 KiB, not {len(image)} bytes")
+            if cfg.dos is not None:
+                raise MachineError("the built-in DOS runs on the built-in BIOS, not with --bios")
             self.memory.map_rom(0x100000 - len(image), image, owner="bios")
             self.cpu.ctl[S.C_TRAP_ENABLE] = 0
         else:
             from .firmware import Bios
             self.bios = Bios(self)
             self.bios.install()
+            if cfg.dos is not None:
+                from .dos import Dos
+                self.dos = Dos(self, cfg.dos)
+                self.dos.install()
             self.cpu.ctl[S.C_TRAP_ENABLE] = 1
         for path, segment in cfg.option_roms:
             image = _read_file(path, "option ROM")
@@ -261,7 +269,8 @@ class Machine:
         elif reason == S.EXIT_TRAP:
             # the BIOS reaches devices only through the port map, which marks
             # what it changes
-            self.bios.on_trap(int(ctl[S.C_EXIT_VALUE]))
+            if not self.bios.on_trap(int(ctl[S.C_EXIT_VALUE])) and self.dos is not None:
+                self.dos.on_trap(int(ctl[S.C_EXIT_VALUE]))
         else:
             return False
         return True
@@ -388,6 +397,7 @@ class Machine:
             "devices": {name: dev.get_state() for name, dev in self.devices.items()},
             "disks": {drive: disk.get_state() for drive, disk in self.disks.items()},
             "bios": self.bios.get_state() if self.bios is not None else None,
+            "dos": self.dos.get_state() if self.dos is not None else None,
             "interrupts_taken": self.interrupts_taken,
         }
 
@@ -413,6 +423,8 @@ class Machine:
             disk.set_state(state["disks"][drive])
         if self.bios is not None:
             self.bios.set_state(state["bios"])
+        if self.dos is not None and state.get("dos") is not None:
+            self.dos.set_state(state["dos"])
         self.interrupts_taken = int(state.get("interrupts_taken", 0))
         self._set_intr(self.pic.intr_pending())
         self.ports.refresh()

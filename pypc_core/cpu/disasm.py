@@ -56,7 +56,6 @@ from typing import Callable
 
 import attrs
 
-
 from .opcodes import (ALIAS, DOCUMENTED, FPU, GROUPS, PREFIXES, UNDEFINED, UNDOCUMENTED,
                       OpForm, lookup)
 
@@ -231,7 +230,8 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
             ops.append(_hex(rd.byte()))
         elif kind == "Iw":
             v = rd.word()
-            if op == 0x81 and (v < 0x80 or v >= 0xFF80):
+            if (op == 0x81 or (op < 0x40 and op & 7 == 5)) and (v < 0x80 or v >= 0xFF80):
+                # NASM would pick the shorter or equal 83h form
                 ops.append("strict word " + _hex(v))
             else:
                 ops.append(_hex(v))
@@ -246,9 +246,12 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
                 d -= 0x10000
             raw = ip + len(rd.data) + d
             target = raw & 0xFFFF
-            if raw != target:
-                exact = False      # NASM cannot express a branch around the segment end
-            ops.append(("short " if op == 0xEB else "") + _hex(target))
+            if raw != target and kind == "Jb":
+                exact = False      # NASM cannot express a short branch around the segment end
+            # NASM makes a near (or, for Jcc on the 8086, a two-instruction)
+            # jump of a numeric target unless told ``short``
+            short = op == 0xEB or 0x60 <= op <= 0x7F
+            ops.append(("short " if short else "") + _hex(target))
         elif kind == "Ap":
             off = rd.word()
             segv = rd.word()
@@ -271,6 +274,9 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
     # operand forms NASM writes differently, and texts it cannot assemble
     if not _nasm_form_matches(op, form, mod, rm, modrm, ops):
         exact = False
+    if 0xF2 in prefixes and (0x70 <= op <= 0x7F or op in (0xE8, 0xE9, 0xC2, 0xC3)
+                             or (op == 0xFF and form.reg in (2, 4))):
+        exact = False       # NASM reads F2h before a near branch as MPX's BND: refused
     if op == 0x87 and mod == 3:
         ops = [ops[1], ops[0]]                  # NASM puts the first register in reg
     elif op == 0x86 and mod == 3:
