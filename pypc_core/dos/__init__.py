@@ -1,0 +1,13 @@
+"""The built-in DOS: run a .COM or .EXE from a host folder without a disk image.
+
+``Dos(machine, DosConfig(drives={"C": folder}, program="C:\\\\PROG.EXE"))``
+is built by the Machine when ``MachineConfig.dos`` is set; see
+``kernel.py`` for the memory layout and the services, ``hostfs.py`` for
+how a host folder becomes a drive, ``shell.py`` for the COMMAND shell and
+``session.py`` for starting a program stopped at its first instruction.
+"""
+
+from .errors import DosError, LoadError
+from .kernel import Dos, DosConfig
+
+__all__ = ["Dos", "DosConfig", "DosError", "LoadError"]
