@@ -240,6 +240,7 @@ class VgaFirmware:
         for i, v in enumerate(m.ac):
             self.out(0x3C0, i)
             self.out(0x3C0, v)
+        mem.wb(BDA_VIDEO_MODE, mode)         # the helpers below read the mode
         if not mem.rb(BDA_VGA_FLAGS) & 0x08:
             self.out(0x3C6, 0xFF)
             self.dac_set(0, DACS[m.dac]())
@@ -248,7 +249,6 @@ class VgaFirmware:
         if m.kind == "text":
             self.load_font(FONT_8X16, 16, 0, 256, block=0)
         self.out(0x3C0, 0x20)                               # screen on
-        mem.wb(BDA_VIDEO_MODE, mode)
         mem.ww(BDA_VIDEO_COLS, m.columns)
         mem.ww(BDA_VIDEO_PAGE_SIZE, m.page_size)
         mem.ww(BDA_VIDEO_PAGE_START, 0)

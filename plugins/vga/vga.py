@@ -96,20 +96,38 @@ class VGA(Device):
         ports=list(PORTS),
         memory=[MemoryWindow(WINDOW_BASE, WINDOW_SIZE, "device"),
                 MemoryWindow(ROM_BASE, ROM_SIZE, "rom")],
-        capabilities=["video", "vga", "ega", "text40", "text80", "g320", "g640",
+        capabilities=["video", "vga", "text40", "text80", "g320", "g640",
                       "planar", "vga256"],
     )
     adapter = "VGA"
 
     def __init__(self, clock=None):
         self.clock = clock if clock is not None else (lambda: 0)
+        self._rasters = {}              # status port -> the board's raster primitive
+        self.window = None              # the board's handler for A0000h-BFFFFh
         # registers the memory path needs, latches and planes: one buffer
         self.ctx, self.st, self.planes = planar.new_context()
         self.rom = None                 # bytes of the data ROM at C0000h (BIOS tables, fonts)
         self.machine = None
         self.reset()
 
-    # -- wiring (see attach in __init__) -------------------------------------------
+    # -- wiring ------------------------------------------------------------------------
+    def attach(self, board):
+        """Claim the ports, map A0000h-BFFFFh to the compiled planar handler
+        (every CPU access runs ``planar.cpu_read``/``cpu_write`` inside the
+        core), map the data ROM at C0000h, and put the raster fast path on
+        the status ports."""
+        from .bios import rom_image
+        self.clock = board.clock
+        board.claim_ports(PORTS, read=self.port_read, write=self.port_write)
+        self.window = board.map_compiled(WINDOW_BASE, WINDOW_SIZE,
+                                         planar.window_handler(), self.ctx)
+        self.rom = rom_image()
+        board.map_rom(ROM_BASE, self.rom)
+        self._rasters = {0x3BA: board.raster(0x3BA), 0x3DA: board.raster(0x3DA)}
+        self.epoch_dots = self._now_dots()
+        self._publish()
+
     def reset(self):
         self.planes[:] = 0
         self.st[:] = planar.new_state()
@@ -138,6 +156,7 @@ class VGA(Device):
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
         self._sync()
+        self._publish()
 
     # -- derived state ---------------------------------------------------------------
     def _sync(self):
@@ -217,7 +236,9 @@ class VGA(Device):
             i = self.crtc_index
             return self.crtc[i] if i < CRTC_COUNT else 0xFF
         if port in (0x3BA, 0x3DA):
-            self.ac_flipflop = 0
+            if self.ac_flipflop:
+                self.ac_flipflop = 0
+                self._publish()
             return self.status()
         if port == 0x3C0:
             return self.ac_index
@@ -272,6 +293,7 @@ class VGA(Device):
                 if i < AC_COUNT:
                     self.ac[i] = value & (0x3F if i < 16 else 0xFF)
             self.ac_flipflop ^= 1
+            self._publish()
         elif port == 0x3C2:
             self._retime(lambda: setattr(self, "misc", value))
             self._publish()
@@ -347,7 +369,8 @@ class VGA(Device):
                 cycle = int(self.clock())
             except Exception:     # the machine's clock may not run yet at creation
                 cycle = 0
-        return cycle * 3 * self._dot_hz() // CPU_HZ_X3
+        num, den = self._dot_ratio()
+        return cycle * num // den
 
     def _timing(self):
         r = self.crtc
@@ -386,8 +409,31 @@ class VGA(Device):
         self.epoch_frame = frame
         self.epoch_dots = self._now_dots() - pos
 
+    def _dot_ratio(self):
+        """(num, den): dots = cycle * num // den, as small as exact."""
+        from math import gcd
+        num, den = 3 * self._dot_hz(), CPU_HZ_X3
+        g = gcd(num, den)
+        return num // g, den // g
+
     def _publish(self):
-        """Hook for the board's raster fast path (see attach); no-op here."""
+        """Let the core answer the status port from the cycle counter.  Only
+        while the attribute flip-flop is at "index": a status read must reset
+        it, which only the Python handler does, so while it is at "data" the
+        reads come here."""
+        if not self._rasters:
+            return
+        active = 0x3BA if self.mono else 0x3DA
+        for port, raster in self._rasters.items():
+            if port == active and self.ac_flipflop == 0:
+                t = self._timing()
+                num, den = self._dot_ratio()
+                raster.set(self.epoch_dots, t["line_dots"], t["hdisp_dots"],
+                           t["frame_dots"], t["vdisp_lines"], t["vsync_start"],
+                           t["vsync_end"], 0, STATUS_DISPLAY_OFF, STATUS_VRETRACE,
+                           num=num, den=den)
+            else:
+                raster.disable()
 
     def beam(self, cycle=None):
         t = self._timing()
@@ -677,13 +723,23 @@ class VGA(Device):
         as spaces), trimmed on the right unless ``trim`` is False.  In a
         graphics mode: an empty list."""
         if self.is_graphics():
-            return []
+            rows = [""] * self.text_geometry()[1]
+            return rows if trim else [" " * self.text_geometry()[0] for _ in rows]
         chars, _ = self._text_cells(start)
         rows = ["".join(TEXT_CHARS[c] for c in row) for row in chars.tolist()]
         return [r.rstrip(" ") for r in rows] if trim else rows
 
     def text(self):
         return "\n".join(self.text_rows())
+
+    def vram_bytes(self):
+        """The 32 KiB text-mode memory as the CPU sees it at B8000h with
+        odd/even addressing (characters from plane 0, attributes from
+        plane 1), read without touching the latches."""
+        out = np.empty(0x8000, dtype=np.uint8)
+        out[0::2] = self.planes[0, 0:0x8000:2]
+        out[1::2] = self.planes[1, 0:0x8000:2]
+        return out.tobytes()
 
     def text_page(self, page=None, display_address=None):
         """Like the CGA's: the cells of a text page (``page`` counts pages of
