@@ -58,7 +58,10 @@ def set_registers(ctl, params):
     for name, value in new.items():
         setattr(r, name, value)
     if "cs" in new or "ip" in new:
-        ctl.cpu.ctl[S.C_REP_RESUME] = 0       # a new CS:IP starts a fresh instruction
+        # a new CS:IP starts a fresh instruction there: not the rest of a REP
+        # string, and not a HLT the CPU was sitting in
+        ctl.cpu.ctl[S.C_REP_RESUME] = 0
+        ctl.cpu.ctl[S.C_HALTED] = 0
     ctl.bump()
     return {"before": before, "after": ctl.registers()}
 

@@ -252,6 +252,8 @@ class Controller:
             except queue.Empty:
                 break
             self._execute(req)
+            if self.pending_step is not None:
+                self._step()        # before the next request: a wait sees it done
         self._check_parked()
 
     def _block(self, timeout):
@@ -265,6 +267,8 @@ class Controller:
             self._check_parked()
             return
         self._execute(req)
+        if self.pending_step is not None:
+            self._step()
         self.service()
 
     # ------------------------------------------------------------------

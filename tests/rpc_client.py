@@ -1,0 +1,116 @@
+"""A small JSON-RPC client and a live pypc RPC server for the tests.
+
+``RpcFixture`` builds a real machine (CGA, built-in BIOS, no disk) and the
+real server on a free port of 127.0.0.1, and runs the machine loop in a
+thread.  ``Client`` talks to it over a socket; every result it receives is
+checked against the method's schema (``schemas/``)."""
+
+import itertools
+import json
+import socket
+import threading
+
+from pypc_core import rpc
+from pypc_core.machine import Machine, MachineConfig
+
+
+class RpcFailure(Exception):
+    def __init__(self, error):
+        super().__init__(error.get("message"))
+        self.error = error
+        self.code = error.get("code")
+        self.reason = (error.get("data") or {}).get("reason")
+
+
+class Client:
+    def __init__(self, port, schemas=None, timeout=60):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.file = self.sock.makefile("rb")
+        self.schemas = schemas
+        self.ids = itertools.count(1)
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def read_reply(self):
+        line = self.file.readline()
+        if not line:
+            raise ConnectionError("server closed the connection")
+        return json.loads(line)
+
+    def request(self, method, params=None, rid=None):
+        """The whole reply object (result or error)."""
+        rid = next(self.ids) if rid is None else rid
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+        reply = self.read_reply()
+        assert reply.get("jsonrpc") == "2.0", reply
+        assert reply.get("id") == rid, (reply, rid)
+        assert ("result" in reply) != ("error" in reply), reply
+        if "result" in reply and self.schemas is not None:
+            errors = self.schemas.result_errors(method, reply["result"])
+            assert not errors, (method, errors)
+        if "error" in reply:
+            err = reply["error"]
+            assert isinstance(err.get("code"), int), reply
+            assert isinstance(err.get("message"), str), reply
+            assert isinstance(err.get("data", {}).get("reason"), str), reply
+        return reply
+
+    def call(self, method, params=None):
+        reply = self.request(method, params)
+        if "error" in reply:
+            raise RpcFailure(reply["error"])
+        return reply["result"]
+
+    def error(self, method, params=None):
+        """The error of a call that must fail."""
+        reply = self.request(method, params)
+        assert "error" in reply, (method, params, reply)
+        return reply["error"]
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send_raw(json.dumps(msg).encode() + b"\n")
+
+    def close(self):
+        try:
+            self.file.close()
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class RpcFixture:
+    """A machine, its controller and server, and the machine thread."""
+
+    def __init__(self, **config):
+        config.setdefault("plugins", ["cga"])
+        self.machine = Machine(MachineConfig(**config))
+        self.controller, self.server = rpc.start(self.machine, port=0)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.controller.serve_forever,
+                                       args=(self.stop,), daemon=True)
+        self.thread.start()
+        self.clients = []
+
+    @property
+    def port(self):
+        return self.server.port
+
+    def client(self):
+        c = Client(self.port, self.server.schemas)
+        self.clients.append(c)
+        return c
+
+    def close(self):
+        for c in self.clients:
+            c.close()
+        self.stop.set()
+        self.thread.join(timeout=30)
+        self.server.close()
+        self.machine.close()
