@@ -17,23 +17,29 @@ straddles CS:FFFF continues at CS:0000).  Neither ever raises on odd bytes:
   core) does with them: 60h-6Fh as ``jo`` ... ``jg``, C0h/C1h as ``ret``,
   C8h/C9h as ``retf``, D6h ``salc``, 0Fh ``pop cs``, D0h-D3h /6 ``setmo``,
   F1h as ``lock``, 82h as 80h, FF /7 as ``push``, FE /2-/7 with their byte
-  operand.
+  operand;
+* D8h-DFh (ESC) show the 8087 instruction they encode (an XT without a
+  coprocessor reads the operand and does nothing else).
 
 Text and re-assembly.  ``Instruction.text`` is the listing text, e.g.
-``mov al,[es:bx+si+0x12]``, ``rep movsb``, ``jmp 0x1234`` (branch targets are
-computed from ``ip``), ``call 0x1234:0x5678``, with ``byte``/``word`` where NASM
+``mov al,[es:bx+si+0x12]``, ``rep movsb``, ``jmp 0x1234``, ``jz short 0x107``
+(branch targets are computed from ``ip``; ``short`` because NASM otherwise
+makes a near jump of a numeric target), ``call 0x1234:0x5678``,
+``fld qword [bx]``, with ``byte``/``word`` where NASM
 needs a size, and displacement / immediate size keywords (``[byte bx+0x0]``,
 ``[word bx+0x5]``, ``byte -0x1``, ``strict word 0x5``) where NASM would
 otherwise choose a shorter encoding.  ``Instruction.exact`` is true when
 ``bits 16`` / ``cpu 8086`` NASM at ``org ip`` assembles ``text`` back to exactly
 these bytes.  It is false where NASM has no way to say it: alias and
 undocumented encodings it does not know (``setmo``, 60h-6Fh ...), undefined
-forms, ESC (``esc 0x1f,[bx]``: NASM only knows 8087 mnemonics), encodings NASM
+forms, ESC encodings that are no 8087 instruction (shown as ``esc 0x9,[bx]``;
+the others are shown as the 8087 instruction, ``fld qword [bx]``), encodings NASM
 would write differently (``02 C3`` ``add al,bl`` -- NASM writes ``00 D8``; ``80 C0
 05`` -- NASM writes ``04 05``; ``8B 06`` with AL/AX and a direct address --
 NASM uses A0h-A3h; FF /6 and 8F /0 on a register; prefixes repeated, or in
-another order than NASM's REP, LOCK, segment), and a branch whose target wraps
-around the segment.  ``Instruction.nasm`` always re-assembles exactly: it is
+another order than NASM's REP, LOCK, segment; F2h before a near branch, which
+NASM takes for MPX's BND), and a short branch whose target wraps around the
+segment.  ``Instruction.nasm`` always re-assembles exactly: it is
 ``text`` when ``exact``, else ``db 0x..,0x.. ; text``.
 
 Step-over support for a debugger, independent of ``Machine``:
@@ -57,7 +63,7 @@ from typing import Callable
 import attrs
 
 from .opcodes import (ALIAS, DOCUMENTED, FPU, GROUPS, PREFIXES, UNDEFINED, UNDOCUMENTED,
-                      OpForm, lookup)
+                      OpForm, fpu_mnemonic, lookup)
 
 TRUNCATED = "truncated"
 
@@ -186,7 +192,7 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
         else:
             lock = True
 
-    exact = form.status in (DOCUMENTED, UNDOCUMENTED)
+    exact = form.status in (DOCUMENTED, UNDOCUMENTED, FPU)
     # NASM writes prefixes as REP-type, LOCK, segment, each at most once
     order = [0 if p in (0xF2, 0xF3) else 1 if p == 0xF0 else 2 if p in SEG_PREFIX else 9
              for p in prefixes]
@@ -202,6 +208,7 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
     seg_used = mem is not None or any(o in ("Ob", "Ow") for o in form.operands)
 
     ops: list[str] = []
+    mnemonic = form.mnemonic
     target = None
     far_target = None
     is_mem = mem is not None
@@ -224,8 +231,16 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
         elif kind == "Mf":
             ops.append("far " + (mem if is_mem else (REG8 if op == 0xFE else REG16)[rm]))
         elif kind == "Fe":
-            ops.append(_hex(((op & 7) << 3) | ((modrm >> 3) & 7)))
-            ops.append(mem if is_mem else REG16[rm])
+            fpu = fpu_mnemonic(op, modrm)
+            if fpu is None:
+                ops.append(_hex(((op & 7) << 3) | ((modrm >> 3) & 7)))
+                ops.append(mem if is_mem else REG16[rm])
+            else:
+                mnemonic = fpu[0]
+                if is_mem:
+                    ops.append((fpu[1] + " " if fpu[1] else "") + mem)
+                elif fpu[1]:
+                    ops.append(fpu[1])
         elif kind == "Ib":
             ops.append(_hex(rd.byte()))
         elif kind == "Iw":
@@ -265,14 +280,13 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
         else:                                   # fixed operands
             ops.append(kind.lower())
 
-    mnemonic = form.mnemonic
     if op in STRING_OPS and rep is not None:
         rep_word = ("repe" if op in (0xA6, 0xA7, 0xAE, 0xAF) else "rep") if rep == 0xF3 else "repne"
     else:
         rep_word = None if rep is None else ("rep" if rep == 0xF3 else "repne")
 
     # operand forms NASM writes differently, and texts it cannot assemble
-    if not _nasm_form_matches(op, form, mod, rm, modrm, ops):
+    if mnemonic == "esc" or not _nasm_form_matches(op, form, mod, rm, modrm, ops):
         exact = False
     if 0xF2 in prefixes and (0x70 <= op <= 0x7F or op in (0xE8, 0xE9, 0xC2, 0xC3)
                              or (op == 0xFF and form.reg in (2, 4))):
@@ -328,7 +342,7 @@ def _nasm_form_matches(op, form, mod, rm, modrm, ops) -> bool:
     """False where NASM would encode this instruction's text differently
     (it picks the shorter or canonical of two encodings) or cannot
     assemble it at all."""
-    if form.status in (ALIAS, UNDEFINED, FPU):
+    if form.status in (ALIAS, UNDEFINED):
         return False
     if form.mnemonic == "setmo":
         return False

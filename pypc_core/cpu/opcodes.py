@@ -23,7 +23,9 @@ Operand codes (the classic opcode-map notation):
 ``Ap``         immediate far address SEG:OFF
 ``Ob`` ``Ow``  memory offset word in the instruction (A0h-A3h)
 ``Zb`` ``Zw``  byte / word register from the low 3 opcode bits
-``Fe``         ESC: coprocessor opcode and its r/m operand (Ew)
+``Fe``         ESC: coprocessor opcode and its r/m operand (shown as the
+               8087 instruction where there is one: :data:`FPU_MEM`,
+               :data:`FPU_REG`)
 fixed          ``AL`` ``AX`` ``CL`` ``DX`` ``1`` ``ES`` ``CS`` ``SS`` ``DS``
 ====== ==================================================================
 
@@ -35,7 +37,8 @@ D0h-D3h /6 SETMO, 0Fh POP CS, 8E /1 MOV CS); ``undefined`` (the vectors'
 word for forms whose ``reg`` field is ignored or whose operand makes no sense:
 8F/C6/C7 ``reg`` 1-7, FE /2-/7, and the register forms of LEA, LES, LDS and
 CALL/JMP FAR -- the table gives what the core executes); ``prefix``; and
-``fpu`` (D8h-DFh ESC, which the XT without an 8087 reads and ignores).
+``fpu`` (D8h-DFh ESC, which the XT without an 8087 reads and ignores; the
+8087 instruction names are in :data:`FPU_MEM` / :data:`FPU_REG`).
 
 Cycles (:class:`Timing`) are 8088 clocks: the Intel figures for the 8086 with
 four clocks added for every word the 8-bit bus moves, which is what the
@@ -366,6 +369,68 @@ for _reg, (_name, _kind, _rt, _mb, _mw) in enumerate(_G5):
         alias_of="FF/6" if _reg == 7 else None,
         note="register form undefined: the core reads the pointer at DS:reg-number"
         if _far else "")
+
+# 8087 mnemonics of the ESC opcodes, which the disassembler shows (on the XT
+# without a coprocessor they only read their operand).  Memory forms:
+# (mnemonic, NASM size keyword or "") per D8h-DFh and reg; None = no 8087
+# instruction.
+_ARITH = ("fadd", "fmul", "fcom", "fcomp", "fsub", "fsubr", "fdiv", "fdivr")
+FPU_MEM = {
+    0xD8: tuple((m, "dword") for m in _ARITH),
+    0xD9: (("fld", "dword"), None, ("fst", "dword"), ("fstp", "dword"),
+           ("fldenv", ""), ("fldcw", "word"), ("fnstenv", ""), ("fnstcw", "word")),
+    0xDA: tuple(("fi" + m[1:], "dword") for m in _ARITH),
+    0xDB: (("fild", "dword"), None, ("fist", "dword"), ("fistp", "dword"),
+           None, ("fld", "tword"), None, ("fstp", "tword")),
+    0xDC: tuple((m, "qword") for m in _ARITH),
+    0xDD: (("fld", "qword"), None, ("fst", "qword"), ("fstp", "qword"),
+           ("frstor", ""), None, ("fnsave", ""), ("fnstsw", "word")),
+    0xDE: tuple(("fi" + m[1:], "word") for m in _ARITH),
+    0xDF: (("fild", "word"), None, ("fist", "word"), ("fistp", "word"),
+           ("fbld", "tword"), ("fild", "qword"), ("fbstp", "tword"), ("fistp", "qword")),
+}
+# Register forms: per (opcode, reg) either (mnemonic, operands) with "i" for
+# ST(i) -- "i,0" is ``sti,st0`` -- or a dict rm -> mnemonic without operands.
+FPU_REG = {
+    # D8h: ST(0) op ST(i), written with the one operand (NASM's ``fadd st0,st0``
+    # would be DC C0)
+    (0xD8, 0): ("fadd", "i"), (0xD8, 1): ("fmul", "i"), (0xD8, 2): ("fcom", "i"),
+    (0xD8, 3): ("fcomp", "i"), (0xD8, 4): ("fsub", "i"), (0xD8, 5): ("fsubr", "i"),
+    (0xD8, 6): ("fdiv", "i"), (0xD8, 7): ("fdivr", "i"),
+    (0xD9, 0): ("fld", "i"), (0xD9, 1): ("fxch", "i"), (0xD9, 2): {0: "fnop"},
+    (0xD9, 4): {0: "fchs", 1: "fabs", 4: "ftst", 5: "fxam"},
+    (0xD9, 5): {0: "fld1", 1: "fldl2t", 2: "fldl2e", 3: "fldpi", 4: "fldlg2", 5: "fldln2",
+                6: "fldz"},
+    (0xD9, 6): {0: "f2xm1", 1: "fyl2x", 2: "fptan", 3: "fpatan", 4: "fxtract", 6: "fdecstp",
+                7: "fincstp"},
+    (0xD9, 7): {0: "fprem", 1: "fyl2xp1", 2: "fsqrt", 4: "frndint", 5: "fscale"},
+    (0xDB, 4): {0: "fneni", 1: "fndisi", 2: "fnclex", 3: "fninit"},
+    (0xDC, 0): ("fadd", "i,0"), (0xDC, 1): ("fmul", "i,0"), (0xDC, 4): ("fsubr", "i,0"),
+    (0xDC, 5): ("fsub", "i,0"), (0xDC, 6): ("fdivr", "i,0"), (0xDC, 7): ("fdiv", "i,0"),
+    (0xDD, 0): ("ffree", "i"), (0xDD, 2): ("fst", "i"), (0xDD, 3): ("fstp", "i"),
+    (0xDE, 0): ("faddp", "i,0"), (0xDE, 1): ("fmulp", "i,0"), (0xDE, 3): {1: "fcompp"},
+    (0xDE, 4): ("fsubrp", "i,0"), (0xDE, 5): ("fsubp", "i,0"), (0xDE, 6): ("fdivrp", "i,0"),
+    (0xDE, 7): ("fdivp", "i,0"),
+}
+
+
+def fpu_mnemonic(opcode: int, modrm: int):
+    """The 8087 instruction of ESC ``opcode`` (D8h-DFh) with ``modrm``:
+    ``(mnemonic, size keyword)`` for a memory form, ``(mnemonic, operands)``
+    for a register form (operands like ``"st0,st3"`` or ``""``), or None when
+    the 8087 has no such instruction."""
+    reg, rm = (modrm >> 3) & 7, modrm & 7
+    if modrm >> 6 != 3:
+        return FPU_MEM[opcode][reg]
+    entry = FPU_REG.get((opcode, reg))
+    if entry is None:
+        return None
+    if isinstance(entry, dict):
+        name = entry.get(rm)
+        return None if name is None else (name, "")
+    name, pattern = entry
+    return name, ",".join("st0" if p == "0" else f"st{rm}" for p in pattern.split(","))
+
 
 TABLE: tuple[OpForm, ...] = tuple(sorted(_FORMS, key=lambda f: (f.opcode, -1 if f.reg is None else f.reg)))
 _BY_KEY = {f.key: f for f in TABLE}
