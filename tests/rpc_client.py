@@ -14,6 +14,9 @@ from pypc_core import rpc
 from pypc_core.machine import Machine, MachineConfig
 
 
+_AUTO = object()
+
+
 class RpcFailure(Exception):
     def __init__(self, error):
         super().__init__(error.get("message"))
@@ -38,9 +41,9 @@ class Client:
             raise ConnectionError("server closed the connection")
         return json.loads(line)
 
-    def request(self, method, params=None, rid=None):
+    def request(self, method, params=None, rid=_AUTO):
         """The whole reply object (result or error)."""
-        rid = next(self.ids) if rid is None else rid
+        rid = next(self.ids) if rid is _AUTO else rid
         msg = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params

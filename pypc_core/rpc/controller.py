@@ -35,6 +35,7 @@ TURBO_SLICE_S = 0.0005          # host time per running slice (unpaced)
 MIN_SLICE = CPU_HZ // 20000     # cycles
 MAX_SLICE = CPU_HZ // 100
 PACED_SLICE = CPU_HZ // 1000
+SERVICE_BUDGET_S = 0.002        # host time for requests between two running slices
 
 _FLAG_TEXT = ((S.F_OF, "o"), (S.F_IF, "I"), (S.F_TF, "T"), (S.F_SF, "s"),
               (S.F_ZF, "z"), (S.F_AF, "a"), (S.F_PF, "p"), (S.F_CF, "c"))
@@ -244,9 +245,13 @@ class Controller:
         self.parked = keep
 
     def service(self):
-        """Serve every queued request (machine thread)."""
+        """Serve the queued requests (machine thread).  While the guest runs,
+        at most :data:`SERVICE_BUDGET_S` of host time goes to requests
+        between two slices, so a request storm slows the guest down but
+        never stops it."""
         q = self.queue
-        while True:
+        budget_end = time.perf_counter() + SERVICE_BUDGET_S if self.running else None
+        while budget_end is None or time.perf_counter() < budget_end:
             try:
                 req = q.get_nowait()
             except queue.Empty:
