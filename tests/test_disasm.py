@@ -360,6 +360,26 @@ def test_range_fetches_at_the_top_of_memory():
     assert insn.text == "mov al,0x42"
 
 
+@pytest.mark.parametrize("at, code", [
+    (0xFFFD, [0x8B, 0x06, 0x34, 0x12]),           # mov ax,[0x1234], address straddles
+    (0xFFFE, [0xB8, 0x34, 0x12]),                 # mov ax,0x1234, immediate straddles
+    (0xFFFC, [0xC7, 0x87, 0x34, 0x12, 0x78, 0x56]),   # mov word [bx+0x1234],0x5678
+    (0xFFFF, [0x26, 0xF3, 0xA4]),                 # es rep movsb, prefixes straddle
+    (0xFFFE, [0x83, 0xC3, 0x05]),                 # add bx,byte +0x5
+])
+def test_core_and_disassembler_agree_at_the_segment_end(at, code):
+    cpu = make_cpu([], cx=0)
+    cs_base = 0x1000 << 4
+    for k, b in enumerate(code):
+        load(cpu, cs_base + ((at + k) & 0xFFFF), [b])
+    load(cpu, cs_base + 0x10000, [0xCC] * 8)       # beyond the segment: never fetched
+    cpu.r.ip = at
+    insn = disassemble_range(lambda a: int(cpu.mem[a]), 0x1000, at, 1)[0]
+    assert insn.bytes == bytes(code)
+    assert cpu.step() == S.EXIT_STEP
+    assert (cpu.r.cs, cpu.r.ip) == (0x1000, insn.next_ip)
+
+
 def test_branch_targets_wrap_in_the_segment():
     assert disassemble(b"\xEB\x10", 0xFFF8).target == 0x000A
     assert disassemble(b"\xE8\x00\x80", 0x9000).target == 0x1003
