@@ -59,20 +59,35 @@ def prepare(args):
             flag = "--" + option.replace("_", "-")
             raise PypcError(f"PROGRAM and --drive run the built-in DOS; {flag} boots "
                             f"a disk or another BIOS instead (use one or the other)")
-    drives = {}
+    mounts = {}
     for letter, folder in drives_arg:
-        if letter in drives:
+        if letter in mounts:
             raise PypcError(f"--drive {letter}= is given twice")
+        mounts[letter] = folder
+    args.dos_config = prepare_program(program, getattr(args, "program_args", None) or [],
+                                      mounts)
+    return args.dos_config
+
+
+def prepare_program(program, arguments, mounts):
+    """A checked DosConfig: ``mounts`` ({letter: host folder}) must be
+    folders; ``program`` (None: the COMMAND shell) must be a loadable
+    program inside them (see :func:`resolve_program`)."""
+    drives = {}
+    for letter, folder in sorted(mounts.items()):
+        letter = str(letter).upper()
+        if len(letter) != 1 or not "A" <= letter <= "Z":
+            raise PypcError(f"drive {letter!r}: a drive is one letter A-Z")
         if not os.path.isdir(folder):
             raise PypcError(f"--drive {letter}={folder}: no such folder")
         drives[letter] = HostDrive(folder)
     dos_path = None
     if program is not None:
         dos_path, drives = resolve_program(program, drives)
-    return_args = [str(a) for a in (getattr(args, "program_args", None) or [])]
-    args.dos_config = DosConfig(drives={k: v.root for k, v in drives.items()},
-                                program=dos_path, args=return_args)
-    return args.dos_config
+    if not drives:
+        raise PypcError("the built-in DOS needs a program or a drive (--drive C=DIR)")
+    return DosConfig(drives={k: v.root for k, v in drives.items()},
+                     program=dos_path, args=[str(a) for a in arguments])
 
 
 def resolve_program(program, drives):
@@ -229,4 +244,5 @@ def print_console(machine):
         sys.stdout.flush()
 
 
-__all__ = ["add_arguments", "prepare", "run_headless", "print_console", "LoadError"]
+__all__ = ["add_arguments", "prepare", "prepare_program", "run_headless", "print_console",
+           "LoadError"]

@@ -102,8 +102,8 @@ class Shell:
             self.child_running = False
             self.errorlevel = dos.return_code & 0xFF
             dos.current_psp = self.psp
-            if not self.batch:
-                self.out("\n") if self._cursor_col() else None
+            if not self.batch and self._cursor_col():
+                self.out("\n")
         if self.batch is not None:
             lines, index = self.batch["lines"], self.batch["index"]
             if index >= len(lines):
@@ -125,7 +125,7 @@ class Shell:
         line = dos.line_input(127)
         if line is None:
             return "wait"
-        self.out("\n")
+        self.dos.con_write(b"\n")               # (the line input echoed the CR)
         self.need_prompt = True
         if line == b"\x03":
             return None
