@@ -316,7 +316,7 @@ def test_exact_flag(hexcode, exact):
 
 
 def test_truncated_input_is_db_of_what_there_is():
-    for code in (b"", b"\x26", b"\xF3\x26", b"\xB8\x34", b"\x9A\x00\x00\x00",
+    for code in (b"\x26", b"\xF3\x26", b"\xB8\x34", b"\x9A\x00\x00\x00",
                  b"\x81\x87\x34", b"\xF7"):
         insn = disassemble(code, 0x10)
         assert insn.status == "truncated"
@@ -393,6 +393,18 @@ def test_branch_targets_wrap_in_the_segment():
 def test_disassemble_rejects_bad_arguments(bad):
     with pytest.raises(ValueError):
         disassemble(**bad)
+
+
+def test_disassemble_rejects_empty_code():
+    with pytest.raises(ValueError, match="empty"):
+        disassemble(b"")
+
+
+@pytest.mark.parametrize("value, error", [(None, TypeError), (256, ValueError), (-1, ValueError),
+                                          ("a", TypeError)])
+def test_range_rejects_bad_bytes_from_read_byte(value, error):
+    with pytest.raises(error, match="read_byte"):
+        disassemble_range(lambda a: value, 0, 0, 1)
 
 
 def test_disassemble_rejects_non_bytes():

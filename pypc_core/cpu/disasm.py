@@ -57,6 +57,7 @@ at SEG:OFF (default 0000:0100).
 from __future__ import annotations
 
 import argparse
+import operator
 import sys
 from typing import Callable
 
@@ -159,8 +160,8 @@ def _decode(fetch, ip: int, cs: int | None) -> Instruction:
         return _decode_inner(rd, ip, cs)
     except _Truncated:
         data = bytes(rd.data)
-        return Instruction(ip=ip, cs=cs, bytes=data, text=_db(data) if data else "db",
-                           exact=bool(data), status=TRUNCATED)
+        return Instruction(ip=ip, cs=cs, bytes=data, text=_db(data), exact=True,
+                           status=TRUNCATED)
 
 
 def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
@@ -286,7 +287,7 @@ def _decode_inner(rd: _Reader, ip: int, cs: int | None) -> Instruction:
         rep_word = None if rep is None else ("rep" if rep == 0xF3 else "repne")
 
     # operand forms NASM writes differently, and texts it cannot assemble
-    if mnemonic == "esc" or not _nasm_form_matches(op, form, mod, rm, modrm, ops):
+    if mnemonic == "esc" or not _nasm_form_matches(op, form, mod, rm, modrm):
         exact = False
     if 0xF2 in prefixes and (0x70 <= op <= 0x7F or op in (0xE8, 0xE9, 0xC2, 0xC3)
                              or (op == 0xFF and form.reg in (2, 4))):
@@ -338,7 +339,7 @@ def _memory_operand(rd: _Reader, mod: int, rm: int, seg: str | None) -> str:
     return f"[{size}{prefix}{RM_BASE[rm]}{_signed_hex(d)}]"
 
 
-def _nasm_form_matches(op, form, mod, rm, modrm, ops) -> bool:
+def _nasm_form_matches(op, form, mod, rm, modrm) -> bool:
     """False where NASM would encode this instruction's text differently
     (it picks the shorter or canonical of two encodings) or cannot
     assemble it at all."""
@@ -385,9 +386,11 @@ def disassemble(code: bytes, ip: int = 0, cs: int | None = None) -> Instruction:
     """Decode the instruction at the start of ``code`` (``code[k]`` is the
     byte at CS:(ip+k) & FFFFh).  Never raises for any byte content; a
     ``code`` that ends inside an instruction gives a ``db`` of its bytes with
-    status ``"truncated"``."""
+    status ``"truncated"``.  Empty ``code`` is a ValueError."""
     if not isinstance(code, (bytes, bytearray, memoryview)):
         raise TypeError(f"code must be bytes, not {type(code).__name__}")
+    if len(code) == 0:
+        raise ValueError("code is empty: there is no instruction to decode")
     _check_offset("ip", ip)
     if cs is not None:
         _check_offset("cs", cs)
@@ -398,7 +401,8 @@ def disassemble(code: bytes, ip: int = 0, cs: int | None = None) -> Instruction:
 def disassemble_range(read_byte: Callable[[int], int], cs: int, ip: int,
                       count: int) -> list[Instruction]:
     """Decode ``count`` consecutive instructions at CS:IP; ``read_byte(linear)``
-    gives the byte at a 20-bit linear address.  Offsets wrap within CS."""
+    gives the byte (an int 0..255) at a 20-bit linear address.  Offsets wrap
+    within CS."""
     _check_offset("cs", cs)
     _check_offset("ip", ip)
     if not isinstance(count, int) or isinstance(count, bool) or count < 0:
@@ -407,10 +411,22 @@ def disassemble_range(read_byte: Callable[[int], int], cs: int, ip: int,
     out = []
     for _ in range(count):
         start = ip
-        insn = _decode(lambda k: read_byte((base + ((start + k) & 0xFFFF)) & 0xFFFFF), start, cs)
+        insn = _decode(lambda k: _checked_byte(read_byte, (base + ((start + k) & 0xFFFF)) & 0xFFFFF),
+                       start, cs)
         out.append(insn)
         ip = insn.next_ip
     return out
+
+
+def _checked_byte(read_byte, addr):
+    v = read_byte(addr)
+    try:
+        v = operator.index(v)
+    except TypeError:
+        raise TypeError(f"read_byte({addr:#x}) gave {v!r}, not an int") from None
+    if not 0 <= v <= 0xFF:
+        raise ValueError(f"read_byte({addr:#x}) gave {v}, not a byte 0..255")
+    return v
 
 
 def is_call_like(code: bytes) -> bool:
