@@ -202,6 +202,8 @@ def _print_plugin_table(infos):
     for info in infos:
         claims = "\n".join(part for d in info.declarations
                            for part in (d.describe() or "-").split("; "))
+        if info.attached:
+            claims = "\n".join(part for a in info.attached for part in a.split("; "))
         if info.error:
             claims = f"[red]error: {escape(info.error)}[/red]"
         hooks = "\n".join(h.removeprefix("pypc_") for h in info.hooks)

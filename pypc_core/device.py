@@ -1,15 +1,37 @@
 """What every emulated device (chipset chip or plugin card) looks like.
 
 A device is told the emulated cycle it must catch up to; it never reads the
-wall clock.  ``clock()`` (given at attach time) returns the current CPU cycle
-while a port handler runs, so a handler can catch up before it answers.
+wall clock.  ``board.clock()`` returns the current CPU cycle while a port
+handler runs, so a handler can catch up before it answers.
 
 Declarations (``ports``, ``irqs``, ``dma_channels``, ``memory``) are plain data
-so the machine can build its dispatch tables, detect conflicts and show them in
-``pypc plugins`` before anything runs.
+so the machine can check them against every other device (motherboard
+included) and show them in ``pypc plugins`` before anything runs.  They are
+binding: a card's board (``pypc_core.board.Board``) refuses any claim outside
+its declaration.
+
+Capabilities are free-form words; the machine and the BIOS read these:
+
+* ``video`` -- the card is the display (exactly one per machine) and follows
+  :class:`VideoDevice`; with one of ``mda`` (monochrome), ``cga`` (80x25
+  colour at power-on) or ``ega``/``vga`` (its own BIOS) for the equipment
+  word's initial video mode;
+* ``serial`` -- an 8250 serial port (one per declaration): counted in the
+  equipment word, its base listed in the BIOS data area (COM1, COM2, ... in
+  the order of the declared bases 3F8h, 2F8h, 3E8h, 2E8h);
+* ``game-port`` -- the equipment word's game-adapter bit;
+* ``parallel`` -- a printer port.
 """
 
+from typing import Protocol, runtime_checkable
+
 import attrs
+
+CAP_VIDEO = "video"
+CAP_SERIAL = "serial"
+CAP_GAME_PORT = "game-port"
+CAP_PARALLEL = "parallel"
+VIDEO_KINDS = ("mda", "cga", "ega", "vga")
 
 
 @attrs.define
@@ -63,9 +85,10 @@ class Device:
 
     declaration = DeviceDeclaration(name="device")
 
-    def attach(self, machine):
-        """Claim ports/memory through ``machine.ports`` / ``machine.memory``
-        and keep handles (``machine.pic``, ``machine.clock``)."""
+    def attach(self, board):
+        """Claim ports, memory windows, IRQ and DMA lines through ``board``
+        (a :class:`pypc_core.board.Board`) and keep the handles.  (The
+        motherboard's own chips get the machine instead.)"""
 
     def reset(self):
         """Power-on state."""
@@ -84,3 +107,57 @@ class Device:
 
     def set_state(self, state):
         pass
+
+
+@runtime_checkable
+class VideoDevice(Protocol):
+    """What the machine, the launcher (live view, ``--screenshot``,
+    ``--until-text``) and the RPC methods use of the display card.  A device
+    whose declaration has the ``video`` capability must provide all of it.
+
+    ``adapter``
+        a short name ("CGA", "VGA").
+    ``text_rows() -> list[str]``
+        the displayed text page as 25 (or more) strings, CP437 decoded,
+        controls as spaces, right-trimmed; graphics modes give what the
+        character cells would show (usually blanks).
+    ``text_page(page=None, display_address=None) -> dict``
+        the ``video.text`` record: adapter, columns, rows, page_size_bytes,
+        page_count, page, active_page, is_active_page, display_address,
+        mode, graphics_mode, text, cells (code, char, attribute, foreground,
+        background, blink per cell).
+    ``cursor() -> dict``
+        address, start_scanline, end_scanline, enabled, visible,
+        blink_phase, column, row.
+    ``mode_name() -> str`` and ``is_graphics() -> bool``
+        the current mode ("Text80", "G320", "Mode13h" ...).
+    ``frame() -> numpy.uint8[H, W, 3]``
+        the visible picture at the mode's native resolution.
+    ``frame_number() -> int``
+        emulated frames since power-on (blink phases follow it).
+    ``write_png(path, double=False) -> int``
+        the frame as a PNG file; returns its size in bytes.
+    ``vram_bytes() -> bytes``
+        the card's text-mode memory as the CPU sees it at the declaration's
+        first memory window.
+    """
+
+    adapter: str
+
+    def text_rows(self): ...
+
+    def text_page(self, page=None, display_address=None): ...
+
+    def cursor(self): ...
+
+    def mode_name(self): ...
+
+    def is_graphics(self): ...
+
+    def frame(self): ...
+
+    def frame_number(self): ...
+
+    def write_png(self, path, double=False): ...
+
+    def vram_bytes(self): ...

@@ -42,6 +42,8 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 def pypc_device_declare():
     """Describe the device(s) this plugin provides, without building them.
 
+    The declaration is binding: the board refuses claims outside it.
+
     Called by ``pypc plugins`` (to show what each plugin claims) and by the
     machine before it builds anything (to find conflicts early).  It must be
     cheap and side-effect free: no machine exists yet.
@@ -53,21 +55,22 @@ def pypc_device_declare():
 
 
 @hookspec
-def pypc_device_create(machine):
-    """Build this plugin's device(s) for ``machine``.
+def pypc_device_create(machine, options):
+    """Build this plugin's device(s).
 
     Called once per machine, for selected device plugins only, after the
-    bus, the CPU and the chipset exist and before any guest code runs.  The
-    plugin only *constructs* the device; the machine then calls
-    ``device.attach(machine)``, in which the device claims its ports
-    (``machine.ports.claim``) and memory (``machine.memory.map_device``) and
-    keeps the handles it needs (``machine.pic``, ``machine.clock``).  Claims
-    that collide with another device are a start-up error naming both.
+    bus, the CPU and the chipset exist and before any guest code runs; also
+    by ``pypc plugins`` (with ``machine=None``) to show what the card really
+    claims.  The plugin only *constructs* the device; the machine then
+    calls ``device.attach(board)`` with a :class:`pypc_core.board.Board`
+    bound to the device's declaration, through which the device claims its
+    ports, memory windows, IRQ and DMA lines (anything outside the
+    declaration is refused; collisions are start-up errors naming both).
 
-    Plugin options from :func:`pypc_cli_add_options` are on
-    ``machine.options`` (an ``argparse.Namespace``-like object).
-
-    :param machine: the ``pypc_core.Machine`` being built.
+    :param machine: the ``pypc_core.Machine`` being built (for tools; a
+        card needs only ``options`` and its board), or None.
+    :param options: the parsed command line (an ``argparse.Namespace``
+        with the options of :func:`pypc_cli_add_options`), or None.
     :return: a :class:`pypc_core.device.Device` instance, or a list of them.
         ``None`` means "nothing to add" (e.g. disabled by an option).
     """

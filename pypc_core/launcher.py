@@ -223,7 +223,7 @@ def render_rich(machine, width=80, height=25):
     if video is None:
         text.append("(no video plugin)")
         return text
-    if video.mode_name() not in ("Text40", "Text80"):
+    if video.is_graphics():
         return render_graphics(video.frame(), width, height)
     cells = video.text_page()["cells"]
     for r, row in enumerate(cells):

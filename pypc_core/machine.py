@@ -17,11 +17,13 @@ import os
 
 import attrs
 
+from .board import Backplane, Equipment, Resources, motherboard_declarations
 from .bus import MemoryMap, PortMap
 from .chipset import Dma8237, NmiMask, Pic8259, Pit8253, Ppi8255, XtKeyboard
+from .chipset.ppi import switch_byte
 from .cpu import Cpu
 from .cpu import state as S
-from .device import Device
+from .device import CAP_VIDEO, Device
 from .errors import PypcError
 from .scancodes import text_to_scancodes
 from .scheduler import CPU_HZ, Scheduler
@@ -68,7 +70,8 @@ class Machine:
         if not 16 <= cfg.memory_kib <= 640 or cfg.memory_kib % 16:
             raise MachineError(f"memory must be 16..640 KiB in 16 KiB steps, not {cfg.memory_kib}")
         self.memory.map_ram(0, cfg.memory_kib * 1024, owner="ram")
-        self.cpu = Cpu(self.memory.mem, self.memory.page_flags, self.memory.xflags,
+        self.ports.clock = self.clock
+        self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
@@ -96,14 +99,15 @@ class Machine:
         """The current emulated CPU cycle."""
         return int(self.cpu.ctl[S.C_CYCLES])
 
-    def _add(self, name, device, timed=False, feeds_timed=False):
-        """Attach ``device``.  ``timed``: it has events (``next_event``);
+    def _add(self, name, device, timed=False, feeds_timed=False, board=None):
+        """Attach ``device`` (a card to its ``board``, a motherboard chip to
+        the machine).  ``timed``: it has events (``next_event``);
         ``feeds_timed``: its ports drive a timed device (the PPI gates the
         PIT and clocks the keyboard).  Accesses to the ports of either kind
         make the scheduler look at the deadlines again."""
         owners = set(self.ports.claims())
         self.devices[name] = device
-        device.attach(self)
+        device.attach(self if board is None else board)
         if timed or feeds_timed:
             for owner in set(self.ports.claims()) - owners:
                 self.ports.mark_timing(owner)
@@ -170,12 +174,39 @@ class Machine:
             pm = PluginManager()
             pm.select(self.config.plugins)
         self.plugin_manager = pm
-        for name, device in pm.create_devices(self):
-            self._add(name, device, timed=device.next_event() is not None
-                      or type(device).advance is not Device.advance)
-            caps = getattr(device.declaration, "capabilities", []) or []
-            if "video" in caps and self.video is None:
+        cfg = self.config
+        # every declaration, the motherboard's first, in one ledger: two
+        # owners of a port, IRQ, DMA channel or memory byte stop start-up
+        self.resources = Resources()
+        bios_size = 0x10000
+        if cfg.bios and os.path.isfile(cfg.bios):
+            size = os.path.getsize(cfg.bios)
+            if size in (8192, 16384, 32768, 65536):
+                bios_size = size
+        from .firmware.rom import IDLE_STAMP_PORT
+        for owner, decl in motherboard_declarations(
+                cfg.memory_kib, bios_size, None if cfg.bios else IDLE_STAMP_PORT):
+            self.resources.add(owner, decl)
+        self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
+                                   reschedule=self.scheduler.invalidate,
+                                   options=self.options, resources=self.resources)
+        videos = []
+        for _plugin, device in pm.create_devices(self):
+            board = self.backplane.board(device.declaration)
+            self._add(board.name, device, timed=device.next_event() is not None
+                      or type(device).advance is not Device.advance, board=board)
+            if CAP_VIDEO in device.declaration.capabilities:
+                videos.append(board.name)
                 self.video = device
+        if len(videos) > 1:
+            raise MachineError(f"two video cards: {' and '.join(videos)}; a machine has "
+                               "one display (choose one, e.g. --video cga)")
+        # what the BIOS and the PPI's switches report follows the cards
+        self.equipment = Equipment.from_declarations(
+            [d.declaration for d in self.devices.values()], self.floppy_drives,
+            cfg.memory_kib)
+        self.ppi.sw1 = switch_byte(self.floppy_drives, self.equipment.video_switch(),
+                                   cfg.memory_kib)
 
     def _load_firmware(self):
         cfg = self.config
@@ -289,6 +320,8 @@ class Machine:
             if now >= target:
                 return Stop("budget", now)
             reason = cpu.run(sched.next_stop(target))
+            if self.memory.handler_error is not None:
+                raise self.memory.take_handler_error()
             if reason == S.EXIT_BUDGET or reason == S.EXIT_HALT:
                 sched.pace()
                 continue

@@ -35,7 +35,6 @@ import attrs
 import pluggy
 
 from . import hookspecs
-from .bus.ports import PortMap
 from .device import Device, DeviceDeclaration
 from .errors import PypcError
 
@@ -87,6 +86,8 @@ class PluginInfo:
     declarations: list = attrs.Factory(list)   # of DeviceDeclaration
     hooks: list = attrs.Factory(list)          # implemented pypc_* hook names
     error: str = None
+    attached: list = attrs.Factory(list)       # what each device claimed on a board
+    attach_error: str = None                   # why it could not be attached alone
 
     def claims(self):
         return " | ".join(d.describe() or "-" for d in self.declarations)
@@ -102,6 +103,8 @@ class PluginInfo:
                             for w in d.memory],
                  "capabilities": list(d.capabilities)}
                 for d in self.declarations],
+            "attached": list(self.attached),
+            "attach_error": self.attach_error,
             "hooks": list(self.hooks),
             "error": self.error,
         }
@@ -241,7 +244,7 @@ class PluginManager:
         raises :class:`UnknownPluginError` listing the available plugins.
         Then each plugin is imported and registered, and the declarations
         of all selected plugins are checked against each other (two plugins
-        declaring one I/O port raise ``PortConflictError`` naming both).
+        declaring one I/O port raise ``ClaimError`` naming both; so do a device and the motherboard).
 
         Selecting is cumulative and idempotent.
 
@@ -316,12 +319,17 @@ class PluginManager:
         return self._collect("pypc_device_declare", DeviceDeclaration)
 
     def check_declarations(self):
-        """Raise ``PortConflictError`` if two selected devices declare one
-        I/O port (the bus checks the real claims again at attach time)."""
-        ports = PortMap()
+        """Raise ``pypc_core.board.ClaimError`` if two selected devices, or a
+        device and the motherboard (its chips, RAM and BIOS ROM as a default
+        machine has them), declare one I/O port, IRQ, DMA channel or memory
+        byte.  The machine checks again with its real configuration."""
+        from .board import Resources, motherboard_declarations
+        ledger = Resources()
+        for owner, decl in motherboard_declarations():
+            ledger.add(owner, decl)
         for name, decl in self.declarations():
             owner = decl.name if decl.name == name else f"{decl.name} (plugin {name})"
-            ports.claim(owner, decl.ports)
+            ledger.add(owner, decl)
 
     def create_devices(self, machine):
         """Build the selected devices (``pypc_device_create``), in selection
@@ -329,7 +337,8 @@ class PluginManager:
 
         :return: ``[(plugin_name, Device)]``.
         """
-        return self._collect("pypc_device_create", Device, machine=machine)
+        return self._collect("pypc_device_create", Device, machine=machine,
+                             options=getattr(machine, "options", None))
 
     def add_cli_options(self, parser):
         """Let the registered plugins add their options (``pypc_cli_add_options``)."""
@@ -382,6 +391,8 @@ class PluginManager:
                             info.declarations.extend(_as_list(result))
                         if "pypc_device_create" not in info.hooks:
                             info.error = "does not implement pypc_device_create"
+                        else:
+                            _attach_alone(scratch, info)
                 except Exception as exc:
                     info.error = str(exc) if isinstance(exc, PluginError) else (
                         f"{type(exc).__name__}: {exc}")
@@ -389,6 +400,23 @@ class PluginManager:
 
 
 _KIND = {DEVICE_GROUP: "device", RPC_GROUP: "RPC method group"}
+
+
+def _attach_alone(scratch, info):
+    """Build the plugin's devices without a machine (``machine=None``,
+    default options) and attach each to a board of a scratch backplane, to
+    show what it really claims (ports, memory windows and their kinds, the
+    core's fast paths, IRQ and DMA lines it took)."""
+    from .board import Backplane
+    try:
+        bp = Backplane()
+        for result in scratch.hook.pypc_device_create(machine=None, options=None):
+            for device in _as_list(result):
+                board = bp.board(device.declaration)
+                device.attach(board)
+                info.attached.append(f"{board.name}: {board.describe_claims() or '-'}")
+    except Exception as exc:      # a device that needs a whole machine to attach
+        info.attach_error = f"{type(exc).__name__}: {exc}"
 
 
 def _as_list(result):

@@ -1,7 +1,7 @@
 """The built-in BIOS, driven through its traps on a fake machine.
 
 The fake machine has the attributes the BIOS relies on (memory, ports,
-cpu.regs/ctl, disks, has_device); its ports record what the BIOS writes and
+cpu.regs/ctl, disks, equipment, initial_ticks); its ports record what the BIOS writes and
 serve scan codes on port 60h.  ``call`` puts CS:IP on a service's trap byte
 and calls ``Bios.on_trap`` exactly as the machine does when the CPU core
 stops there.
@@ -11,6 +11,7 @@ import struct
 import types
 
 
+from pypc_core.board import Equipment
 from pypc_core.bus import MemoryMap, PortMap
 from pypc_core.cpu import state as S
 from pypc_core.cpu.registers import Registers
@@ -35,6 +36,12 @@ class FakeMachine:
         self.cpu = types.SimpleNamespace(regs=S.new_regs(), ctl=S.new_ctl())
         self.disks = dict(disks or {})
         self.devices = set(devices)
+        self.equipment = Equipment(
+            floppy_drives=2 if 1 in self.disks else 1, memory_kib=640,
+            serial_ports=[0x3F8] if "uart" in self.devices else [],
+            parallel_ports=[0x378] if "lpt" in self.devices else [],
+            game_port="gameport" in self.devices, video="cga")
+        self.initial_ticks = 0
 
     def _read(self, port):
         if port == 0x60:
@@ -47,9 +54,6 @@ class FakeMachine:
 
     def _write(self, port, value):
         self.io.append((port, value))
-
-    def has_device(self, name):
-        return name in self.devices
 
     def clock(self):
         return 0

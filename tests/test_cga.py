@@ -7,7 +7,7 @@ import zlib
 import numpy as np
 import pytest
 
-from pypc_core.bus import MemoryMap, PortMap
+from pypc_core.board import Backplane
 from pypc_core.font import font_bits
 from pypc_plugins import cga as cga_plugin
 from pypc_plugins.cga.cga import CGA, PALETTE, status_at
@@ -23,20 +23,26 @@ CRTC_GFX = (0x38, 0x28, 0x2D, 0x0A, 0x7F, 0x06, 0x64, 0x70, 0x02, 0x01, 0x06, 0x
 
 
 class FakeMachine:
+    """A bare board (no Machine): memory, ports and a settable clock."""
+
     def __init__(self):
-        self.memory = MemoryMap()
-        self.ports = PortMap()
         self.cycle = 0
+        self.backplane = Backplane(clock=self.clock)
+        self.memory = self.backplane.memory
+        self.ports = self.backplane.ports
 
     def clock(self):
         return self.cycle
+
+    def board(self, decl):
+        return self.backplane.board(decl)
 
 
 @pytest.fixture
 def machine():
     m = FakeMachine()
-    m.cga = cga_plugin.pypc_device_create(m)
-    m.cga.attach(m)
+    m.cga = cga_plugin.pypc_device_create()
+    m.cga.attach(m.board(m.cga.declaration))
     return m
 
 
@@ -86,7 +92,11 @@ def test_attach_claims_ports_and_vram(machine):
     assert claims["cga"] == list(range(0x3D0, 0x3E0))
     kinds = {(base, size, kind, owner)
              for base, size, kind, owner in machine.memory.regions()}
-    assert (0xB8000, 0x8000, "device", "cga") in kinds
+    assert (0xB8000, 0x4000, "device", "cga") in kinds
+    assert (0xBC000, 0x4000, "alias", "cga") in kinds       # the 16 KiB seen twice
+    machine.memory.write(0xBC010, b"AB")
+    assert machine.memory.read(0xB8010, 2) == b"AB"
+    assert machine.ports.fast(0x3DA) is not None             # status in the core
 
 
 # -- CRTC ------------------------------------------------------------------
@@ -478,8 +488,8 @@ def test_state_round_trip(machine):
     other = FakeMachine()
     other.cycle = 0
     other.memory.mem[:] = machine.memory.mem
-    dev = CGA(clock=other.clock)
-    dev.attach(other)
+    dev = CGA()
+    dev.attach(other.board(CGA.declaration))
     other.memory.mem[VRAM:VRAM + 0x8000] = machine.memory.mem[VRAM:VRAM + 0x8000]
     dev.set_state(state)
     assert dev.get_state() == machine.cga.get_state()

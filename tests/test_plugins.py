@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pypc_core.bus import MemoryMap, PortConflictError, PortMap
+from pypc_core.board import Backplane, ClaimError
+from pypc_core.bus import PortConflictError
 from pypc_core.device import Device
 from pypc_core.plugins import (DEVICE_GROUP, PluginError, PluginManager,
                                UnknownPluginError)
@@ -68,8 +69,14 @@ def postcard_dist(tmp_path, monkeypatch, clean_modules):
 
 
 def fake_machine(**options):
-    return types.SimpleNamespace(ports=PortMap(), memory=MemoryMap(),
-                                 options=argparse.Namespace(**options))
+    """A bare backplane standing in for a machine (ports, memory, options)."""
+    bp = Backplane(options=argparse.Namespace(**options))
+    return types.SimpleNamespace(ports=bp.ports, memory=bp.memory, options=bp.options,
+                                 backplane=bp)
+
+
+def attach(machine, device):
+    device.attach(machine.backplane.board(device.declaration))
 
 
 # -- the third-party plugin, found only through its entry point ------------------
@@ -93,7 +100,7 @@ def test_third_party_plugin_is_selected_and_claims_its_port(postcard_dist):
     assert [name for name, _ in created] == ["postcard"]
     device = created[0][1]
     assert isinstance(device, Device)
-    device.attach(machine)
+    attach(machine, device)
 
     assert machine.ports.owner(0x80) == "postcard"
     assert machine.ports.read(0x80) == 0xFF               # nothing posted yet
@@ -110,7 +117,7 @@ def test_attach_conflict_names_both_devices(postcard_dist):
     machine.ports.claim("diagnostic-port", [0x80])
     (_, device), = pm.create_devices(machine)
     with pytest.raises(PortConflictError, match="diagnostic-port.*postcard"):
-        device.attach(machine)
+        attach(machine, device)
 
 
 def test_plugin_cli_options(postcard_dist, capsys):
@@ -121,7 +128,7 @@ def test_plugin_cli_options(postcard_dist, capsys):
     args = parser.parse_args(["--postcard-log"])
     machine = fake_machine(**vars(args))
     (_, device), = pm.create_devices(machine)
-    device.attach(machine)
+    attach(machine, device)
     machine.ports.write(0x80, 0x42)
     assert "POST 42" in capsys.readouterr().err
 
@@ -156,7 +163,7 @@ def test_two_plugins_declaring_one_port_is_an_error(postcard_dist, tmp_path):
     sys.path.insert(0, str(other))
     try:
         pm = PluginManager()
-        with pytest.raises(PortConflictError) as err:
+        with pytest.raises(ClaimError) as err:
             pm.select("postcard,clash")
         assert "postcard" in str(err.value) and "clash" in str(err.value)
     finally:
@@ -295,13 +302,12 @@ def test_docs_example_installs_and_runs(tmp_path):
     assert "--postcard-log" in helptext.stdout
 
     script = (
-        "import types, argparse\n"
-        "from pypc_core.bus import PortMap\n"
+        "from pypc_core.board import Backplane\n"
         "from pypc_core.plugins import PluginManager\n"
         "pm = PluginManager(); pm.select('postcard')\n"
-        "m = types.SimpleNamespace(ports=PortMap(), options=argparse.Namespace())\n"
-        "for name, dev in pm.create_devices(m): dev.attach(m)\n"
-        "m.ports.write(0x80, 0x55); print(m.ports.owner(0x80), m.ports.read(0x80))\n")
+        "bp = Backplane()\n"
+        "for name, dev in pm.create_devices(None): dev.attach(bp.board(dev.declaration))\n"
+        "bp.ports.write(0x80, 0x55); print(bp.ports.owner(0x80), bp.ports.read(0x80))\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -253,3 +253,17 @@ def test_committed_bytes_match_the_source(name, tmp_path):
     out = assemble(name, str(tmp_path / (name + ".bin")), nasm)
     with open(bin_path(name), "rb") as fh:
         assert fh.read() == out
+
+
+@pytest.mark.parametrize("define,attr", [("BENCH13", "GUEST_13H"), ("BENCH12", "GUEST_12H")])
+def test_benchmark_guests_match_their_source(define, attr, tmp_path):
+    """pypc_plugins.vga.bench embeds the assembled tests/guest/vga_bench.asm."""
+    import subprocess
+    from pypc_plugins.vga import bench
+    nasm = find_nasm()
+    if nasm is None:
+        pytest.skip("nasm not installed")
+    out = tmp_path / "b.bin"
+    src = os.path.join(os.path.dirname(bin_path("vga_bench")), "vga_bench.asm")
+    subprocess.run([nasm, "-f", "bin", "-D" + define, "-o", str(out), src], check=True)
+    assert bench.boot_sector(getattr(bench, attr)) == out.read_bytes()

@@ -2,9 +2,10 @@
 
 Found through the ``pypc.devices`` entry point ``cga``.  The machine calls
 ``pypc_device_declare()`` to learn what the card claims (ports 3D0h-3DFh,
-memory B8000h-BFFFFh) and ``pypc_device_create(machine)`` for the device; it
-then calls ``device.attach(machine)``, which maps the VRAM window and claims
-the ports.  The device itself is ``pypc_plugins.cga.cga.CGA``.
+memory B8000h-BFFFFh) and ``pypc_device_create()`` for the device; it then
+calls ``device.attach(board)``, which maps the VRAM and its alias, claims
+the ports and puts the raster fast path on 3DAh.  The device itself is
+``pypc_plugins.cga.cga.CGA``.
 """
 
 import pluggy
@@ -25,6 +26,6 @@ def pypc_device_declare():
 
 
 @hookimpl
-def pypc_device_create(machine):
+def pypc_device_create():
     """A new CGA card in its power-on state (not yet attached)."""
-    return CGA(clock=getattr(machine, "clock", None))
+    return CGA()

@@ -22,13 +22,18 @@ Timing
     timing register changes, the frame counter and the position inside the
     current frame carry over so time never runs backwards.
     ``status_params()``/``status_at()`` expose the same computation as plain
-    integers for a jitted fast path of port 3DAh.
+    integers.
 
 Video RAM
-    The memory window is B8000h-BFFFFh (32 KiB) so that the 16 KiB of VRAM
-    answers at both B8000h and its mirror BC000h: the bus marks the window
-    ``mirror_16k``, so a CPU (or BIOS) write to either half lands in both,
-    and the card renders from B8000h-BBFFFh.
+    The declared window is B8000h-BFFFFh (32 KiB): the 16 KiB of VRAM is
+    board RAM at B8000h and an alias of it at BC000h (``Board.map_alias``),
+    so a CPU (or BIOS) write to either half lands in both, reads stay plain
+    loads in the core, and the card renders from B8000h-BBFFFh.
+
+Fast path
+    3DAh is a raster primitive of the board (``Board.raster``): the core
+    computes it from the cycle counter with the timing the card publishes
+    after every timing write; the other ports are Python handlers.
 
 Rendering
     ``frame()`` returns the visible 640x200 area as ``uint8[200, 640, 3]`` in
@@ -126,9 +131,9 @@ _SHIFTS_2BPP = np.array([6, 4, 2, 0], dtype=np.uint8)
 
 def status_at(cycle, epoch_dots, line_dots, char_dots, hdisp_dots,
               frame_dots, vdisp_lines, vsync_start, vsync_end, extra_bits):
-    """Status byte (3DAh) at CPU ``cycle``: only integer arithmetic, so the
-    lead can compile it with numba for an in-JIT fast path.  The parameters
-    are ``CGA.status_params()``."""
+    """Status byte (3DAh) at CPU ``cycle`` (what the board's raster
+    primitive computes in the core).  The parameters are
+    ``CGA.status_params()``."""
     pos = (cycle * DOTS_PER_CYCLE - epoch_dots) % frame_dots
     line = pos // line_dots
     hpos = pos - line * line_dots
@@ -149,39 +154,34 @@ class CGA(Device):
     )
     adapter = "CGA"
 
-    def __init__(self, memory=None, clock=None):
-        self.memory = memory
-        self.clock = clock if clock is not None else (lambda: 0)
-        self.machine = None
+    def __init__(self):
+        self.clock = lambda: 0
+        self._vram = None
+        self._raster = None
         self.reset()
 
     # -- wiring -----------------------------------------------------------
-    def attach(self, machine):
-        """Map the VRAM window, claim 3D0h-3DFh, keep ``machine.clock``."""
-        self.machine = machine
-        self.memory = machine.memory
-        clock = getattr(machine, "clock", None)
-        if clock is not None:
-            self.clock = clock
-        self.memory.map_device(VRAM_BASE, WINDOW_SIZE, "cga")
-        if hasattr(self.memory, "mirror_16k"):
-            self.memory.mirror_16k(VRAM_BASE, WINDOW_SIZE)     # BC000h shows B8000h
-        machine.ports.claim("cga", range(PORT_FIRST, PORT_LAST + 1),
-                            read=self.port_read, write=self.port_write)
-        if hasattr(machine.ports, "add_publisher"):
-            machine.ports.add_publisher(self._publish_raster)
+    def attach(self, board):
+        """Map the VRAM (and its alias), claim 3D0h-3DFh, put the raster
+        fast path on 3DAh."""
+        self.clock = board.clock
+        self._vram = board.map_ram(VRAM_BASE, VRAM_SIZE)
+        board.map_alias(VRAM_BASE + VRAM_SIZE, WINDOW_SIZE - VRAM_SIZE, VRAM_BASE)
+        board.claim_ports(range(PORT_FIRST, PORT_LAST + 1),
+                          read=self.port_read, write=self.port_write)
+        self._raster = board.raster(PORT_FIRST + 0x0A)
+        self.epoch_dots = self._now_dots()
         self._publish_raster()
 
     def _publish_raster(self):
         """Let the CPU answer 3DAh reads itself (guests poll it in tight
         retrace loops); the timing only changes on a port write."""
-        ports = getattr(self.machine, "ports", None) if self.machine is not None else None
-        if ports is None or not hasattr(ports, "set_raster"):
+        if self._raster is None:
             return
         (epoch, line_dots, _char, hdisp, frame_dots, vdisp, vs0, vs1,
          extra) = self.status_params()
-        ports.set_raster(PORT_FIRST + 0x0A, epoch, line_dots, hdisp, frame_dots, vdisp,
-                         vs0, vs1, extra, STATUS_BLANK, STATUS_VSYNC)
+        self._raster.set(epoch, line_dots, hdisp, frame_dots, vdisp, vs0, vs1, extra,
+                         STATUS_BLANK, STATUS_VSYNC, num=DOTS_PER_CYCLE, den=1)
 
     def reset(self):
         self.crtc = list(CRTC_DEFAULTS_80X25)
@@ -333,10 +333,9 @@ class CGA(Device):
     # -- video memory -----------------------------------------------------
     def vram(self):
         """The 16 KiB of video RAM as a read-only numpy view."""
-        if self.memory is None:
+        if self._vram is None:
             return np.zeros(VRAM_SIZE, dtype=np.uint8)
-        view = self.memory.mem[VRAM_BASE:VRAM_BASE + VRAM_SIZE]
-        view = view.view()
+        view = self._vram.view()
         view.flags.writeable = False
         return view
 

@@ -267,23 +267,47 @@ def write_block(planes, st, a, data):
 _HANDLER = None
 
 
+def _ptr_add():
+    """A numba intrinsic: ``voidptr + int64`` (numba has no pointer
+    arithmetic of its own)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def ptr_add(typingctx, ptr, off):
+        if ptr != types.voidptr or off != types.int64:
+            return None
+        sig = types.voidptr(types.voidptr, types.int64)
+
+        def codegen(context, builder, signature, args):
+            p = builder.bitcast(args[0], ir.IntType(8).as_pointer())
+            q = builder.gep(p, [args[1]])
+            return builder.bitcast(q, context.get_value_type(types.voidptr))
+
+        return sig, codegen
+
+    return ptr_add
+
+
 def window_handler():
     """The numba ``cfunc`` ``int64(void *ctx, int64 address, int64 value,
     int64 op)`` the core calls for every data access to the window (op 0
-    read, 1 write); ``ctx`` is the buffer of ``new_context()``.  Compiled on
-    first use (and cached on disk by numba)."""
+    read, 1 write); ``ctx`` is the buffer of ``new_context()``, seen as the
+    ``st`` words followed by the planes.  Compiled on first use (and cached
+    on disk by numba); about 10 ns a call from the core."""
     global _HANDLER
     if _HANDLER is None:
         from numba import carray, cfunc, types
         sig = types.int64(types.voidptr, types.int64, types.int64, types.int64)
-        total = CONTEXT_BYTES
+        ptr_add = _ptr_add()
+        st_size = ST_SIZE
         st_bytes = ST_BYTES
 
-        @cfunc(sig, nopython=True, cache=True)
+        @cfunc(sig, nopython=True, cache=True, error_model="numpy")
         def handler(ctx, a, v, op):
-            buf = carray(ctx, (total,), np.uint8)
-            st = buf[:st_bytes].view(np.int64)
-            planes = buf[st_bytes:].reshape((4, PLANE_SIZE))
+            st = carray(ctx, (st_size,), np.int64)
+            planes = carray(ptr_add(ctx, st_bytes), (4, PLANE_SIZE), np.uint8)
             if op == 0:
                 return cpu_read(planes, st, a)
             cpu_write(planes, st, a, v)

@@ -3,39 +3,139 @@
 The arrays here are handed to the jitted CPU core as they are:
 
 * ``mem``        -- ``np.uint8[1 MiB]``, the bytes every page reads as;
-* ``page_flags`` -- ``np.uint8[256]``, ``PG_*`` bits per 4 KiB page;
+* ``page_table`` -- ``np.int64[PAGE_TABLE_SIZE]``: ``PG_*`` flags per 4 KiB
+  page (``page_flags`` is that first part), then the alias rings and the
+  memory handlers (``cpu.state.PT_*``);
 * ``xflags``     -- ``np.uint8[1 MiB]``, per-byte execution/watch flags.
 
-Page kinds: RAM (read/write), ROM (reads its image, writes ignored) and
-unmapped (reads 0xFF, writes ignored).  Device-mapped windows that a device
-renders from (CGA video RAM) are RAM pages owned by that device: the CPU
-reads and writes them directly and the device reads the bytes when it draws.
+Page kinds:
+
+* RAM (read/write) and ROM (reads its image, writes ignored); unmapped pages
+  read FFh and ignore writes;
+* *device* RAM: a window a device renders from (CGA video RAM); the CPU
+  reads and writes it directly and the device reads the bytes when it draws;
+* *alias*: pages that are another window seen again (the CGA's 16 KiB at
+  B8000h answers at BC000h too).  Every copy holds the same bytes: a write
+  to any copy lands in all of them (the core walks the page's ring of
+  copies), so reads stay plain loads;
+* *handler*: every data read and write calls the device's handler, a C
+  function ``int64 handler(void *ctx, int64 address, int64 value, int64 op)``
+  whose address the core keeps as data (``cpu/callptr.py``).  The handler is
+  either compiled (a numba ``cfunc``: a few nanoseconds a call) or a Python
+  function behind a ctypes callback (the GIL is taken for each call, about a
+  microsecond).  Instruction fetches read the window's bytes in ``mem``.
 """
+
+import ctypes
 
 import numpy as np
 
-from ..cpu.state import MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PG_READONLY, PG_MIRROR_16K
+from ..cpu.state import (
+    HANDLER_READ, HANDLER_WRITE, MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PAGE_TABLE_SIZE,
+    PG_ALIAS, PG_HANDLER, PG_READONLY, PT_CTX, PT_FN, PT_TWIN,
+)
 
 PAGE_SIZE = 1 << PAGE_SHIFT
-_WRITABLE_MASK = 0xFF & ~PG_READONLY   # as a uint8-sized int (numpy 2 rejects -2)
+_WRITABLE_MASK = ~PG_READONLY
 
 KIND_UNMAPPED = "unmapped"
 KIND_RAM = "ram"
 KIND_ROM = "rom"
 KIND_DEVICE = "device"
+KIND_ALIAS = "alias"
+KIND_HANDLER = "handler"
+
+# the C type of a memory handler (and of a compiled port handler)
+HANDLER_CTYPE = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_int64,
+                                 ctypes.c_int64, ctypes.c_int64)
 
 
 class MemoryMapError(ValueError):
     """A memory window is misaligned, out of range or already taken."""
 
 
+class Handler:
+    """A memory (or port) handler: the address the core calls, and the same
+    function callable from Python for the bus's own reads and writes."""
+
+    def __init__(self, address, context, call, keep=()):
+        self.address = int(address)      # C function address
+        self.context = int(context)      # its ctx argument
+        self._call = call                # (ctx, address, value, op) -> int
+        self._keep = keep                # objects that must outlive the mapping
+        self.error = None                # an exception a Python handler raised
+
+    def read(self, address):
+        return int(self._call(self.context, address, 0, HANDLER_READ)) & 0xFF
+
+    def write(self, address, value):
+        self._call(self.context, address, value & 0xFF, HANDLER_WRITE)
+
+    @classmethod
+    def python(cls, read=None, write=None, on_error=None):
+        """A handler calling ``read(address) -> int`` / ``write(address,
+        value)`` (either may be None: reads give FFh, writes vanish).  An
+        exception inside is kept in ``error`` (a C caller cannot take it) and
+        ``on_error(handler)`` is told; the access reads FFh."""
+        holder = []
+
+        def call(ctx, address, value, op):
+            try:
+                if op == HANDLER_READ:
+                    return 0xFF if read is None else int(read(address)) & 0xFF
+                if write is not None:
+                    write(address, value & 0xFF)
+                return 0
+            except BaseException as exc:      # a C caller cannot unwind
+                h = holder[0]
+                if h.error is None:
+                    h.error = exc
+                if on_error is not None:
+                    on_error(h)
+                return 0xFF
+
+        cb = HANDLER_CTYPE(call)
+        address = ctypes.cast(cb, ctypes.c_void_p).value
+        h = cls(address, 0, call, keep=(cb, read, write))
+        holder.append(h)
+        return h
+
+    @classmethod
+    def compiled(cls, cfunc, context=None):
+        """A numba ``cfunc`` of signature ``int64(voidptr, int64, int64,
+        int64)``; ``context`` (a numpy array or None) is passed as its
+        first argument and kept alive with the mapping."""
+        address = getattr(cfunc, "address", None)
+        ctypes_fn = getattr(cfunc, "ctypes", None)
+        if not isinstance(address, int) or ctypes_fn is None:
+            raise TypeError(f"{cfunc!r} is not a numba cfunc "
+                            "(int64(voidptr, int64, int64, int64))")
+        if context is None:
+            ctx = 0
+        elif isinstance(context, np.ndarray):
+            if not context.flags.c_contiguous:
+                raise ValueError("a handler context must be a contiguous numpy array")
+            ctx = context.ctypes.data
+        else:
+            raise TypeError("a handler context must be a numpy array or None")
+
+        def call(c, address, value, op):
+            return ctypes_fn(ctypes.c_void_p(c), address, value, op)
+
+        return cls(address, ctx, call, keep=(cfunc, context))
+
+
 class MemoryMap:
     def __init__(self):
         self.mem = np.full(MEM_SIZE, 0xFF, dtype=np.uint8)
-        self.page_flags = np.full(PAGE_COUNT, PG_READONLY, dtype=np.uint8)
+        self.page_table = np.zeros(PAGE_TABLE_SIZE, dtype=np.int64)
+        self.page_flags = self.page_table[:PAGE_COUNT]
+        self.page_flags[:] = PG_READONLY
         self.xflags = np.zeros(MEM_SIZE, dtype=np.uint8)
         self.page_kind = [KIND_UNMAPPED] * PAGE_COUNT
         self.page_owner = [None] * PAGE_COUNT
+        self._handlers = {}              # page -> Handler
+        self.handler_error = None        # first exception a Python handler raised
 
     # -- building the map --------------------------------------------------
     def _pages(self, base, size, owner):
@@ -49,76 +149,159 @@ class MemoryMap:
         for p in pages:
             if self.page_owner[p] is not None:
                 raise MemoryMapError(
-                    f"memory conflict at {p << PAGE_SHIFT:#07x}: claimed by both "
+                    f"memory conflict at {p << PAGE_SHIFT:05X}h: claimed by both "
                     f"{self.page_owner[p]} and {owner}")
         return pages
 
-    def map_ram(self, base, size, owner="ram"):
-        for p in self._pages(base, size, owner):
-            self.page_kind[p] = KIND_RAM
+    def _take(self, pages, kind, owner, set_flags=0, clear_flags=0):
+        for p in pages:
+            self.page_kind[p] = kind
             self.page_owner[p] = owner
-            self.page_flags[p] &= _WRITABLE_MASK
+            self.page_flags[p] = (self.page_flags[p] & ~clear_flags) | set_flags
+
+    def map_ram(self, base, size, owner="ram"):
+        self._take(self._pages(base, size, owner), KIND_RAM, owner, clear_flags=PG_READONLY)
         self.mem[base:base + size] = 0
 
     def map_device(self, base, size, owner):
         """A RAM-like window whose bytes a device interprets (video RAM)."""
-        for p in self._pages(base, size, owner):
-            self.page_kind[p] = KIND_DEVICE
-            self.page_owner[p] = owner
-            self.page_flags[p] &= _WRITABLE_MASK
+        self._take(self._pages(base, size, owner), KIND_DEVICE, owner,
+                   clear_flags=PG_READONLY)
         self.mem[base:base + size] = 0
 
     def map_rom(self, base, image, owner="rom"):
         data = np.frombuffer(bytes(image), dtype=np.uint8)
         size = (len(data) + PAGE_SIZE - 1) // PAGE_SIZE * PAGE_SIZE
-        for p in self._pages(base, size, owner):
-            self.page_kind[p] = KIND_ROM
-            self.page_owner[p] = owner
-            self.page_flags[p] |= PG_READONLY
+        self._take(self._pages(base, size, owner), KIND_ROM, owner, set_flags=PG_READONLY)
         self.mem[base:base + size] = 0xFF
         self.mem[base:base + len(data)] = data
 
-    def mirror_16k(self, base, size=0x8000):
-        """Make the two 16 KiB halves of [base, base+size) one memory seen
-        twice (CGA video RAM at B8000h and BC000h): a write to either half
-        lands in both."""
-        if base % 0x8000 or size != 0x8000:
-            raise MemoryMapError(f"a 16 KiB mirror needs a 32 KiB-aligned 32 KiB window, "
-                                 f"not {base:#07x}+{size:#x}")
-        for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
-            self.page_flags[p] |= PG_MIRROR_16K
-        self.mem[base + 0x4000:base + 0x8000] = self.mem[base:base + 0x4000]
+    def map_alias(self, base, size, target, owner):
+        """Show the window at ``target`` (already mapped RAM, device RAM or
+        alias pages) again at ``base``: each page joins its target page's
+        ring of copies, so a write to any copy lands in all of them."""
+        pages = self._pages(base, size, owner)
+        t0 = target >> PAGE_SHIFT
+        if target % PAGE_SIZE or target < 0 or target + size > MEM_SIZE:
+            raise MemoryMapError(f"{owner}: alias target {target:#07x}+{size:#x} is not "
+                                 "4 KiB aligned inside 1 MiB")
+        for i, p in enumerate(pages):
+            t = t0 + i
+            if self.page_kind[t] not in (KIND_RAM, KIND_DEVICE, KIND_ALIAS):
+                raise MemoryMapError(
+                    f"{owner}: alias target {t << PAGE_SHIFT:05X}h is {self.page_kind[t]}, "
+                    "not RAM")
+            if t in pages:
+                raise MemoryMapError(f"{owner}: an alias cannot overlap its target")
+        table = self.page_table
+        for i, p in enumerate(pages):
+            t = t0 + i
+            if not self.page_flags[t] & PG_ALIAS:
+                table[PT_TWIN + t] = t
+            table[PT_TWIN + p] = table[PT_TWIN + t]      # p joins t's ring
+            table[PT_TWIN + t] = p
+            self.page_flags[t] |= PG_ALIAS
+            self.page_kind[p] = KIND_ALIAS
+            self.page_owner[p] = owner
+            self.page_flags[p] = (self.page_flags[p] & ~PG_READONLY) | PG_ALIAS
+            self.mem[p << PAGE_SHIFT:(p + 1) << PAGE_SHIFT] = \
+                self.mem[t << PAGE_SHIFT:(t + 1) << PAGE_SHIFT]
+
+    def alias_ring(self, page):
+        """The pages holding the same bytes as ``page`` (itself first)."""
+        ring = [page]
+        if self.page_flags[page] & PG_ALIAS:
+            q = int(self.page_table[PT_TWIN + page])
+            while q != page and len(ring) < PAGE_COUNT:
+                ring.append(q)
+                q = int(self.page_table[PT_TWIN + q])
+        return ring
+
+    def map_handler(self, base, size, owner, handler):
+        """Every data access to the window calls ``handler`` (a
+        :class:`Handler`).  ``mem`` keeps the bytes an instruction fetch
+        sees there (zero at first; the device may fill them)."""
+        if not isinstance(handler, Handler):
+            raise TypeError("map_handler needs a pypc_core.bus.memory.Handler")
+        pages = self._pages(base, size, owner)
+        self._take(pages, KIND_HANDLER, owner, set_flags=PG_HANDLER, clear_flags=PG_READONLY)
+        for p in pages:
+            self.page_table[PT_FN + p] = handler.address
+            self.page_table[PT_CTX + p] = handler.context
+            self._handlers[p] = handler
+        self.mem[base:base + size] = 0
 
     def unmap(self, base, size):
         for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
+            ring = self.alias_ring(p)
+            if len(ring) > 1:                 # leave the ring: the others stay linked
+                prev = ring[-1]
+                self.page_table[PT_TWIN + prev] = self.page_table[PT_TWIN + p]
+                if len(ring) == 2:
+                    self.page_flags[prev] &= ~PG_ALIAS
+            self._handlers.pop(p, None)
+            self.page_table[PT_FN + p] = 0
+            self.page_table[PT_CTX + p] = 0
+            self.page_table[PT_TWIN + p] = 0
             self.page_kind[p] = KIND_UNMAPPED
             self.page_owner[p] = None
-            self.page_flags[p] |= PG_READONLY
+            self.page_flags[p] = (self.page_flags[p] & ~(PG_ALIAS | PG_HANDLER)) | PG_READONLY
         self.mem[base:base + size] = 0xFF
+
+    def handler_failed(self, handler):
+        """A Python handler raised: keep the first error for the machine."""
+        if self.handler_error is None:
+            self.handler_error = handler.error
+
+    def take_handler_error(self):
+        """The first exception a Python memory or port handler raised since
+        the last call (None if none), cleared."""
+        exc, self.handler_error = self.handler_error, None
+        return exc
 
     # -- Python-side access (debugger, BIOS services, loaders) --------------
     def read(self, address, length):
-        """Bytes at a physical address, wrapping at 1 MiB."""
+        """Bytes at a physical address, wrapping at 1 MiB (handler windows
+        are read through their handler)."""
         address &= MEM_SIZE - 1
         end = address + length
         if end <= MEM_SIZE:
-            return self.mem[address:end].tobytes()
-        return self.mem[address:].tobytes() + self.mem[:end - MEM_SIZE].tobytes()
+            data = self.mem[address:end].tobytes()
+        else:
+            data = self.mem[address:].tobytes() + self.mem[:end - MEM_SIZE].tobytes()
+        if not self._handlers:
+            return data
+        out = bytearray(data)
+        for i in range(length):
+            a = (address + i) & (MEM_SIZE - 1)
+            h = self._handlers.get(a >> PAGE_SHIFT)
+            if h is not None:
+                out[i] = h.read(a)
+        return bytes(out)
 
     def write(self, address, data, force=False):
-        """Write bytes as the CPU would (ROM and unmapped bytes unchanged)
-        unless ``force`` (loading ROM images, firmware patching)."""
+        """Write bytes as the CPU would (ROM and unmapped bytes unchanged,
+        every alias copy updated, handler windows through their handler)
+        unless ``force`` (loading ROM images, firmware patching: the bytes
+        go into ``mem`` as they are)."""
         address &= MEM_SIZE - 1
         for i, b in enumerate(bytes(data)):
             a = (address + i) & (MEM_SIZE - 1)
-            flags = self.page_flags[a >> PAGE_SHIFT]
-            if force or not flags & PG_READONLY:
+            page = a >> PAGE_SHIFT
+            flags = self.page_flags[page]
+            if force:
                 self.mem[a] = b
-                if flags & PG_MIRROR_16K:
-                    self.mem[a ^ 0x4000] = b
+            elif flags & PG_HANDLER:
+                self._handlers[page].write(a, b)
+            elif not flags & PG_READONLY:
+                self.mem[a] = b
+                if flags & PG_ALIAS:
+                    off = a & (PAGE_SIZE - 1)
+                    for q in self.alias_ring(page)[1:]:
+                        self.mem[(q << PAGE_SHIFT) | off] = b
 
     def read_byte(self, address):
-        return int(self.mem[address & (MEM_SIZE - 1)])
+        return self.read(address, 1)[0]
 
     def read_word(self, address):
         return self.read_byte(address) | (self.read_byte(address + 1) << 8)

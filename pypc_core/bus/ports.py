@@ -1,24 +1,27 @@
 """The I/O port map: which device answers each of the 65,536 ports.
 
 Devices claim ports with read/write handlers.  ``port_kind`` (an
-``np.uint8[65536]`` handed to the jitted core) tells the core how to answer:
+``np.uint8[65536]`` handed to the jitted core) tells the core how to answer
+(``cpu.state.PORT_*``):
 
 * unclaimed: inside the JIT (reads FFh, writes vanish);
 * Python: an exit to the device's handler (about half a microsecond);
 * value: the device gave a ``peek`` (a side-effect-free read), so reads are
   answered inside the JIT from ``port_io`` and only writes exit.  Ports that
-  guests poll (PIC, PPI/keyboard) go this way; the machine calls
+  guests poll (PIC, PPI/keyboard, UART status) go this way; the machine calls
   ``refresh()`` after anything on the Python side may have changed them;
-* raster: a video status port computed from the cycle counter inside the JIT
-  (``set_raster``), so retrace polling never leaves the core.
+* the generic primitives of ``fastpath.py`` (raster status bits, counters,
+  one-shots, stamps, compiled handlers), each with its own parameter block,
+  as many as devices ask for.
 
 Two devices claiming one port is a start-up error naming both.
 """
 
 import numpy as np
 
-from ..cpu.core import (PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_STAMP,
-                        RASTER_BASE, STAMP_BASE, PIO_SIZE)
+from ..cpu.state import (PIO_POOL, PIO_SIZE, PORT_NONE, PORT_PY, PORT_STAMP, PORT_VALUE,
+                         STAMP_WORDS)
+from . import fastpath
 
 PORT_UNCLAIMED = PORT_NONE
 PORT_PYTHON = PORT_PY
@@ -32,6 +35,8 @@ class PortMap:
     def __init__(self):
         self.port_kind = np.zeros(65536, dtype=np.uint8)
         self.port_io = np.zeros(PIO_SIZE, dtype=np.int64)
+        self._pool_next = PIO_POOL
+        self._fast = {}                 # port -> FastPort
         self._peek = {}
         self._peek_owners = set()
         self._timing_owners = set()
@@ -42,6 +47,7 @@ class PortMap:
         self._owner = {}
         self._read = {}
         self._write = {}
+        self.clock = lambda: 0          # the CPU cycle (the machine sets it)
 
     def claim(self, owner, ports, read=None, write=None, peek=None):
         """Claim ``ports`` (an iterable of ints or a range) for ``owner``.
@@ -93,6 +99,8 @@ class PortMap:
             kind[(kind > PORT_PY) & (kind != PORT_STAMP)] = PORT_PY
             return
         self.refresh()
+        for prim in self._fast.values():
+            prim.restore()
         for publish in self._publishers:
             publish()
 
@@ -110,37 +118,66 @@ class PortMap:
                 io[port] = v & 0xFF
         self.dirty = False
 
-    def set_raster(self, port, epoch_dots, line_dots, hdisp_dots, frame_dots,
-                   vdisp_lines, vsync_start, vsync_end, constant_bits, blank_bit, vsync_bit):
-        """Let the CPU compute reads of ``port`` (a video status register)
-        from the cycle counter: dot = cycle * 3 - epoch_dots, wrapped to a
-        frame; ``blank_bit`` is set outside the displayed area, ``vsync_bit``
-        on lines [vsync_start, vsync_end).  Writes still go to the handler."""
-        if self._owner.get(port) is None:
-            raise PortConflictError(f"port {port:04X}h must be claimed before set_raster")
-        if line_dots <= 0 or frame_dots <= 0:
-            raise ValueError("raster timing needs positive line and frame lengths")
-        if not self.fast_reads:
-            return
-        self.port_io[RASTER_BASE:RASTER_BASE + 10] = (
-            epoch_dots, line_dots, hdisp_dots, frame_dots, vdisp_lines, vsync_start,
-            vsync_end, constant_bits, blank_bit, vsync_bit)
-        self.port_kind[port] = PORT_RASTER
+    # -- fast paths ----------------------------------------------------------
+    def _block(self, owner, port, words):
+        if self._owner.get(port) != owner:
+            raise PortConflictError(
+                f"{owner}: port {port:04X}h must be claimed by {owner} before a fast path "
+                f"is put on it (it is {'claimed by ' + self._owner[port] if port in self._owner else 'unclaimed'})")
+        if port in self._fast:
+            raise PortConflictError(f"{owner}: port {port:04X}h already has a fast path")
+        base = self._pool_next
+        if base + words > PIO_SIZE:
+            raise PortConflictError(f"{owner}: no room left for fast-path parameters "
+                                    f"({PIO_SIZE - PIO_POOL} words in all)")
+        self._pool_next += words
+        return base
+
+    def _add_fast(self, prim):
+        self._fast[prim.port] = prim
+        self.port_io[prim.port] = prim.base
+        return prim
+
+    def raster(self, owner, port):
+        """A :class:`fastpath.Raster` on ``port``: reads computed from the
+        cycle once ``set(...)`` has given the timing; writes exit."""
+        return self._add_fast(fastpath.Raster(
+            self, port, self._block(owner, port, fastpath.Raster.words)))
+
+    def counter(self, owner, port, cycles_per_edge):
+        """A :class:`fastpath.Counter` on ``port``, clocked every
+        ``cycles_per_edge`` CPU cycles (the owner publishes its segments)."""
+        return self._add_fast(fastpath.Counter(
+            self, port, self._block(owner, port, fastpath.Counter.words), cycles_per_edge))
+
+    def oneshot(self, owner, port, masks, constant_bits=0):
+        """A :class:`fastpath.OneShot` on ``port``: one one-shot per bit mask
+        in ``masks``; a write fires them all, inside the core."""
+        masks = [int(m) & 0xFF for m in masks]
+        if not 1 <= len(masks) <= 8:
+            raise ValueError("a one-shot port has 1 to 8 one-shots")
+        words = fastpath.O_FIRST + fastpath.ONESHOT_WORDS_EACH * len(masks)
+        return self._add_fast(fastpath.OneShot(
+            self, port, self._block(owner, port, words), masks, constant_bits & 0xFF))
+
+    def compiled(self, owner, port, handler):
+        """Reads and writes of ``port`` call ``handler`` (a compiled
+        :class:`~pypc_core.bus.memory.Handler`) inside the core."""
+        return self._add_fast(fastpath.Compiled(
+            self, port, self._block(owner, port, fastpath.Compiled.words), handler))
 
     def claim_stamp(self, owner, port, burst_gap):
         """A write-only port whose writes the CPU counts and time-stamps
-        without leaving the JIT (one per machine: the built-in BIOS marks
-        its empty keyboard polls with it).  Writes less than ``burst_gap``
-        cycles apart form a burst.  Reads give FFh."""
+        without leaving the JIT (the built-in BIOS marks its empty keyboard
+        polls with it).  Writes less than ``burst_gap`` cycles apart form a
+        burst.  Reads give FFh.  Returns the :class:`fastpath.Stamp`."""
         self.claim(owner, [port])
-        self.port_kind[port] = PORT_STAMP
-        self.port_io[STAMP_BASE:STAMP_BASE + 6] = (0, -(1 << 40), 0, 0, 0, burst_gap)
+        prim = fastpath.Stamp(self, port, self._block(owner, port, STAMP_WORDS), burst_gap)
+        return self._add_fast(prim)
 
-    def stamp(self):
-        """(count, last write cycle, burst start cycle, writes in the burst,
-        last value) of the stamp port."""
-        io = self.port_io
-        return tuple(int(x) for x in io[STAMP_BASE:STAMP_BASE + 5])
+    def fast(self, port):
+        """The fast-path primitive on ``port`` (None if it has none)."""
+        return self._fast.get(port & 0xFFFF)
 
     def owner(self, port):
         return self._owner.get(port & 0xFFFF)
@@ -156,6 +193,11 @@ class PortMap:
         port &= 0xFFFF
         handler = self._read.get(port)
         if handler is None:
+            prim = self._fast.get(port)
+            if prim is not None and hasattr(prim, "read") and prim.kind != PORT_STAMP:
+                # a primitive without a device handler: the bus answers as
+                # the core does
+                return prim.read(self.clock())
             return 0xFF
         owner = self._owner[port]
         if owner in self._peek_owners:
@@ -178,6 +220,14 @@ class PortMap:
                 self.timing_dirty = True
             handler(port, value & 0xFF)
             return True
+        prim = self._fast.get(port)
+        if prim is not None:
+            if prim.kind == PORT_STAMP:
+                prim.write(self.clock(), value & 0xFF)
+            elif isinstance(prim, fastpath.OneShot):
+                prim.fire(self.clock())
+            elif isinstance(prim, fastpath.Compiled):
+                prim.write(value & 0xFF)
         return port in self._owner
 
     def read(self, port, width=1):

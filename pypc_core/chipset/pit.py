@@ -27,15 +27,15 @@ counter 0's next rising edge.
 Reads inside the CPU
 --------------------
 Guests poll the counters (latch, read, read) in delay loops.  After every
-change the PIT *publishes* each counter's segment into the port map's
-``port_io`` words (``cpu.core.T_*``) and marks 40h-42h as ``PORT_TIMER``, so
+change the PIT *publishes* each counter's segment into a counter block of the
+port map (``PortMap.counter``; the words are ``cpu.state.T_*``), so
 the jitted core answers those reads itself, flip-flop and latch included.
 Before the PIT does anything else it *pulls* back what those reads changed
 (the read flip-flop and the latch).  BCD counters, and a counter whose
 pending load falls due, are answered here as before.
 """
 
-from ..cpu import core as _core
+from ..cpu import state as _S
 from ..device import Device, DeviceDeclaration
 
 PIT_PORTS = (0x40, 0x41, 0x42, 0x43)
@@ -412,11 +412,14 @@ class Pit8253(Device):
         if self.pic is None:
             self.pic = getattr(machine, "pic", None)
         self._portmap = machine.ports
+        self._counters = [machine.ports.counter(self.name, port, CYCLES_PER_TICK)
+                          for port in PIT_PORTS[:3]]
         machine.ports.add_publisher(self._publish)
         self._publish()
 
     # -- the CPU's copy of the counters (see the module docstring) ---------
     _portmap = None
+    _counters = ()
 
     def _pull(self):
         """Take back what reads inside the CPU did to the flip-flops/latches."""
@@ -424,38 +427,37 @@ class Pit8253(Device):
         if pm is None:
             return
         io = pm.port_io
-        for i, ch in enumerate(self.channels):
-            t = _core.TIMER_BASE + i * _core.TIMER_SLOTS
-            if io[t + _core.T_READS]:
-                ch.read_msb = bool(io[t + _core.T_READ_MSB])
-                ch.latch = int(io[t + _core.T_LATCH]) if io[t + _core.T_LATCHED] else None
-                io[t + _core.T_READS] = 0
+        for ch, counter in zip(self.channels, self._counters):
+            t = counter.base
+            if io[t + _S.T_READS]:
+                ch.read_msb = bool(io[t + _S.T_READ_MSB])
+                ch.latch = int(io[t + _S.T_LATCH]) if io[t + _S.T_LATCHED] else None
+                io[t + _S.T_READS] = 0
 
     def _publish(self):
         pm = self._portmap
         if pm is None or not pm.fast_reads:
             return
         io = pm.port_io
-        for i, ch in enumerate(self.channels):
-            t = _core.TIMER_BASE + i * _core.TIMER_SLOTS
+        for ch, counter in zip(self.channels, self._counters):
+            t = counter.base
             model = ch.fast_model()
-            port = PIT_PORTS[i]
             if model is None:
-                pm.port_kind[port] = _core.PORT_PY
+                counter.disable()
                 continue
             kind, start, ce, out, reload, limit = model
-            io[t + _core.T_KIND] = kind
-            io[t + _core.T_START] = start
-            io[t + _core.T_CE] = ce
-            io[t + _core.T_OUT] = 1 if out else 0
-            io[t + _core.T_RELOAD] = reload
-            io[t + _core.T_LIMIT] = limit
-            io[t + _core.T_ACCESS] = ch.access
-            io[t + _core.T_READ_MSB] = 1 if ch.read_msb else 0
-            io[t + _core.T_LATCHED] = 0 if ch.latch is None else 1
-            io[t + _core.T_LATCH] = 0 if ch.latch is None else ch.latch
-            io[t + _core.T_READS] = 0
-            pm.port_kind[port] = _core.PORT_TIMER
+            io[t + _S.T_KIND] = kind
+            io[t + _S.T_START] = start
+            io[t + _S.T_CE] = ce
+            io[t + _S.T_OUT] = 1 if out else 0
+            io[t + _S.T_RELOAD] = reload
+            io[t + _S.T_LIMIT] = limit
+            io[t + _S.T_ACCESS] = ch.access
+            io[t + _S.T_READ_MSB] = 1 if ch.read_msb else 0
+            io[t + _S.T_LATCHED] = 0 if ch.latch is None else 1
+            io[t + _S.T_LATCH] = 0 if ch.latch is None else ch.latch
+            io[t + _S.T_READS] = 0
+            counter.enable()
 
     def reset(self):
         self.channels = [PitChannel(0), PitChannel(1), PitChannel(2, gate=False)]

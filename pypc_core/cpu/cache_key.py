@@ -2,8 +2,8 @@
 
 Numba re-validates a cached function against its own source file only.  The
 core freezes constants from ``state.py`` (register and control-word indices,
-flag bits) into its machine code, so an edit there, or a numba upgrade, must
-also throw the cached core away.  ``invalidate_if_stale()`` runs before the
+flag bits) and the intrinsic of ``callptr.py`` into its machine code, so an
+edit there, or a numba upgrade, must also throw the cached core away.  ``invalidate_if_stale()`` runs before the
 core is compiled: it keys the cache on the contents of the core's modules and
 the numba version and deletes the core's cache files when the key changed.
 With ``NUMBA_CACHE_DIR`` set the cache is the user's to manage.
@@ -16,15 +16,18 @@ import os
 import numba
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_KEYED = ("core.py", "state.py")
+_KEYED = ("core.py", "state.py", "callptr.py")
 _MARKER = "pypc-core-cache.key"
 
 
 def cache_key():
     h = hashlib.sha256(numba.__version__.encode())
     for name in _KEYED:
-        with open(os.path.join(_HERE, name), "rb") as fh:
-            h.update(fh.read())
+        path = os.path.join(_HERE, name)
+        h.update(name.encode())
+        if os.path.exists(path):
+            with open(path, "rb") as fh:
+                h.update(fh.read())
     return h.hexdigest()
 
 

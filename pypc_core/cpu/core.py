@@ -18,15 +18,17 @@ Argument conventions:
     regs  uint16[16]  registers (state.AX ... state.FLAGS)
     r8    uint8[32]   byte view of regs (AL=0, AH=1, CL=2, ...)
     mem   uint8[1Mi]  physical memory
-    pf    uint8[256]  page flags (PG_*)
+    pf    int64[1Ki]  page table: PG_* flags per 4 KiB page, then the alias
+                      rings and memory handlers (state.PT_*)
     xf    uint8[1Mi]  per-byte execution/watch flags (XF_*)
     ctl   int64[32]   counters, interrupt lines, exit mailbox (C_*)
     eff   int64[N,4]  effect records (EFF_*), used while C_RECORD is set
     pk    uint8[64Ki] port kinds (PORT_*): unclaimed, Python, or answered in
                       the JIT from ``pio``
-    pio   int64[64Ki+16] fast port reads: pio[port] is the value of a
-                      PORT_VALUE port; pio[RASTER_BASE:] the raster timing of
-                      the video status port (PORT_RASTER)
+    pio   int64[PIO_SIZE] fast ports: pio[port] is the value of a
+                      PORT_VALUE port or the index of the port's parameter
+                      block (raster, counter, stamp, one-shot, handler) in
+                      the pool pio[PIO_POOL:]
 """
 
 import numpy as np
@@ -43,10 +45,23 @@ from .state import (
     C_REP_RESUME,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
-    PG_READONLY, PG_WATCH_R, PG_MIRROR_16K,
+    PG_READONLY, PG_WATCH_R,
     XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
+
+# generic fast paths: memory handlers and aliases, ports answered in the core
+from .state import (
+    PG_ALIAS, PG_HANDLER, PT_TWIN, PT_FN, PT_CTX, HANDLER_READ, HANDLER_WRITE,
+    PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_COUNTER, PORT_STAMP,
+    PORT_ONESHOT, PORT_CALL, PORT_TIMER, PIO_POOL, PIO_SIZE,
+    R_EPOCH, R_LINE, R_HDISP, R_FRAME, R_VDISP, R_VS0, R_VS1, R_CONST, R_BLANK,
+    R_VSYNC, R_NUM, R_DEN,
+    T_KIND, T_START, T_CE, T_OUT, T_RELOAD, T_LIMIT, T_ACCESS, T_READ_MSB,
+    T_LATCHED, T_LATCH, T_READS, T_DIV,
+    O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
+)
+from .callptr import call_handler
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
@@ -59,7 +74,7 @@ INLINE = dict(JIT, inline="always")
 M20 = 0xFFFFF
 ARITH = F_CF | F_PF | F_AF | F_ZF | F_SF | F_OF
 PG_RECORD = 0x08          # set on every page while effects are recorded
-PG_SLOW_READ = PG_WATCH_R | PG_RECORD
+PG_SLOW_READ = PG_WATCH_R | PG_RECORD | PG_HANDLER
 
 # Parity flag value (0 or F_PF) for each byte: a small constant table.
 PARITY = np.array([F_PF if bin(i).count("1") % 2 == 0 else 0 for i in range(256)],
@@ -105,8 +120,14 @@ def _watch_hit(regs, ctl, a, kind, v, old):
 
 @njit(**JIT)
 def _rb_slow(regs, mem, pf, xf, ctl, eff, a):
-    v = np.int64(mem[a])
-    if pf[a >> 12] & PG_RECORD:
+    page = a >> 12
+    if pf[page] & PG_HANDLER:
+        # a device's window: its handler answers (see callptr.py)
+        v = call_handler(pf[PT_FN + page], pf[PT_CTX + page], np.int64(a),
+                         np.int64(0), np.int64(HANDLER_READ)) & 0xFF
+    else:
+        v = np.int64(mem[a])
+    if pf[page] & PG_RECORD:
         _record(ctl, eff, EFF_MEM_READ, a, v, 0)
     if xf[a] & XF_WATCH_R:
         _watch_hit(regs, ctl, a, 1, v, v)
@@ -123,12 +144,23 @@ def rb(regs, mem, pf, xf, ctl, eff, a):
 
 @njit(**JIT)
 def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
-    p = pf[a >> 12]
+    page = a >> 12
+    p = pf[page]
     old = np.int64(mem[a])
-    if not p & PG_READONLY:
+    if p & PG_HANDLER:
+        call_handler(pf[PT_FN + page], pf[PT_CTX + page], np.int64(a),
+                     np.int64(v & 0xFF), np.int64(HANDLER_WRITE))
+    elif not p & PG_READONLY:
         mem[a] = v
-        if p & PG_MIRROR_16K:
-            mem[a ^ 0x4000] = v
+        if p & PG_ALIAS:
+            # every copy in the page's alias ring gets the byte
+            off = a & 0xFFF
+            q = pf[PT_TWIN + page]
+            for _ in range(256):
+                if q == page:
+                    break
+                mem[(q << 12) | off] = v
+                q = pf[PT_TWIN + q]
     if p & PG_RECORD:
         _record(ctl, eff, EFF_MEM_WRITE, a, v & 0xFF, old)
     if xf[a] & XF_WATCH_W:
@@ -435,34 +467,48 @@ ww_c = njit(**JIT)(_py(ww))
 # ports answered inside the JIT
 # ---------------------------------------------------------------------------
 
-PORT_NONE = 0      # unclaimed: reads FFh, writes vanish
-PORT_PY = 1        # a Python handler answers reads and writes (an exit)
-PORT_VALUE = 2     # reads return pio[port] (kept current by its device); writes exit
-PORT_RASTER = 3    # reads compute a video status byte from the cycle; writes exit
-PORT_TIMER = 4     # reads of an 8253 counter computed from the cycle; writes exit
-PORT_STAMP = 5     # writes are counted and time-stamped here, without an exit
-RASTER_BASE = 65536
-TIMER_BASE = RASTER_BASE + 16          # three counters, TIMER_SLOTS words each
-TIMER_SLOTS = 16
-# stamp port words: total count, cycle of the last write, first cycle of the
-# current burst, writes in the current burst, last value, the gap (cycles)
-# that ends a burst
-STAMP_BASE = TIMER_BASE + 3 * TIMER_SLOTS
-PIO_SIZE = STAMP_BASE + 6
-DOTS_PER_CYCLE = 3  # the 14.318 MHz dot clock is three CPU cycles
-CYCLES_PER_PIT_TICK = 4
-# counter model words (see chipset/pit.py, which publishes and reads them back)
-T_KIND = 0         # 0 counting down by one, 1 stopped, 2 mode 2, 3 mode 3
-T_START = 1        # PIT edge the segment starts at
-T_CE = 2           # counting element at T_START (kinds 0 and 1)
-T_OUT = 3          # mode 3: output level the segment started with
-T_RELOAD = 4       # modes 2/3: effective reload value
-T_LIMIT = 5        # first PIT edge the model is not valid for (a pending load)
-T_ACCESS = 6       # 1 LSB, 2 MSB, 3 LSB then MSB
-T_READ_MSB = 7     # read flip-flop (written by the CPU)
-T_LATCHED = 8      # a latched count is waiting (written by the CPU)
-T_LATCH = 9        # the latched count
-T_READS = 10       # reads answered here since Python last looked
+# The port kinds, the pool of parameter blocks and the block layouts are in
+# state.py; the bus (pypc_core/bus/fastpath.py) fills them from Python.
+
+
+@njit(**JIT)
+def raster_read(pio, b, cycle):
+    """Raster status bits from block ``pio[b:]``: dot = cycle * num // den -
+    epoch, wrapped to a frame; ``blank`` outside the displayed area, ``vsync``
+    on lines [vs0, vs1), the constant bits always."""
+    pos = (cycle * pio[b + R_NUM] // pio[b + R_DEN] - pio[b + R_EPOCH]) % pio[b + R_FRAME]
+    line = pos // pio[b + R_LINE]
+    hpos = pos - line * pio[b + R_LINE]
+    v = pio[b + R_CONST]
+    if line >= pio[b + R_VDISP] or hpos >= pio[b + R_HDISP]:
+        v |= pio[b + R_BLANK]
+    if line >= pio[b + R_VS0] and line < pio[b + R_VS1]:
+        v |= pio[b + R_VSYNC]
+    return v & 0xFF
+
+
+@njit(**JIT)
+def oneshot_read(pio, b, cycle):
+    """One-shot bits: each one-shot's mask while ``cycle`` is before its
+    expiry, over the constant bits."""
+    v = pio[b + O_CONST]
+    e = b + O_FIRST
+    for _ in range(pio[b + O_COUNT]):
+        if cycle < pio[e + 2]:
+            v |= pio[e]
+        e += ONESHOT_WORDS_EACH
+    return v & 0xFF
+
+
+@njit(**JIT)
+def oneshot_fire(pio, b, cycle):
+    """A write: every one-shot starts again and expires ``duration`` later."""
+    e = b + O_FIRST
+    for _ in range(pio[b + O_COUNT]):
+        pio[e + 2] = cycle + pio[e + 1]
+        e += ONESHOT_WORDS_EACH
+    pio[b + O_FIRES] += 1
+    pio[b + O_LAST] = cycle
 
 
 @njit(**INLINE)
@@ -471,37 +517,74 @@ def fast_port_read(pk, pio, port, cycle):
     if k == PORT_VALUE:
         return pio[port] & 0xFF
     if k == PORT_RASTER:
-        # pio[RASTER_BASE:]: epoch dots, line dots, horizontal display dots,
-        # frame dots, displayed lines, vsync first line, vsync end line,
-        # constant bits, blank bit, vsync bit
-        b = RASTER_BASE
-        pos = (cycle * DOTS_PER_CYCLE - pio[b]) % pio[b + 3]
-        line = pos // pio[b + 1]
-        hpos = pos - line * pio[b + 1]
-        v = pio[b + 7]
-        if line >= pio[b + 4] or hpos >= pio[b + 2]:
-            v |= pio[b + 8]
-        if line >= pio[b + 5] and line < pio[b + 6]:
-            v |= pio[b + 9]
-        return v & 0xFF
-    if k == PORT_TIMER:
-        return timer_read(pio, TIMER_BASE + (port & 3) * TIMER_SLOTS, cycle)
+        return raster_read(pio, pio[port], cycle)
+    if k == PORT_COUNTER:
+        return timer_read(pio, pio[port], cycle)
+    if k == PORT_ONESHOT:
+        return oneshot_read(pio, pio[port], cycle)
+    if k == PORT_CALL:
+        b = pio[port]
+        return call_handler(pio[b + K_FN], pio[b + K_CTX], np.int64(port), np.int64(0),
+                            np.int64(HANDLER_READ)) & 0xFF
     return 0xFF
 
 
 @njit(**JIT)
-def timer_stale(pk, pio, port, cycle):
-    """True when a PORT_TIMER port's model does not cover ``cycle`` (a load
-    written earlier takes effect by then): Python must answer."""
-    if pk[port] != PORT_TIMER:
+def _jit_write_kind(k):
+    return k == PORT_STAMP or k == PORT_ONESHOT or k == PORT_CALL
+
+
+@njit(**JIT)
+def _fast_write_byte(pk, pio, port, v, now):
+    k = pk[port]
+    b = pio[port]
+    if k == PORT_STAMP:
+        # a firmware mark (the BIOS's empty keyboard poll): Python looks at
+        # the count and times when it wants, no exit
+        pio[b] += 1
+        if now - pio[b + 1] > pio[b + 5]:
+            pio[b + 2] = now          # a new burst begins
+            pio[b + 3] = 0
+        pio[b + 3] += 1
+        pio[b + 1] = now
+        pio[b + 4] = v
+    elif k == PORT_ONESHOT:
+        oneshot_fire(pio, b, now)
+    else:
+        call_handler(pio[b + K_FN], pio[b + K_CTX], np.int64(port), np.int64(v & 0xFF),
+                     np.int64(HANDLER_WRITE))
+
+
+@njit(**JIT)
+def fast_port_write(pk, pio, port, v, now, w):
+    """An OUT the core completes itself (stamp, one-shot and compiled-handler
+    ports; a word needs both ports to be such).  False: Python must."""
+    if not _jit_write_kind(pk[port]):
         return False
-    t = TIMER_BASE + (port & 3) * TIMER_SLOTS
-    return cycle // CYCLES_PER_PIT_TICK >= pio[t + T_LIMIT]
+    if w:
+        hi = (port + 1) & 0xFFFF
+        if not _jit_write_kind(pk[hi]):
+            return False
+        _fast_write_byte(pk, pio, port, v & 0xFF, now)
+        _fast_write_byte(pk, pio, hi, (v >> 8) & 0xFF, now)
+    else:
+        _fast_write_byte(pk, pio, port, v & 0xFF, now)
+    return True
+
+
+@njit(**JIT)
+def timer_stale(pk, pio, port, cycle):
+    """True when a PORT_COUNTER port's model does not cover ``cycle`` (a
+    load written earlier takes effect by then): Python must answer."""
+    if pk[port] != PORT_COUNTER:
+        return False
+    t = pio[port]
+    return cycle // pio[t + T_DIV] >= pio[t + T_LIMIT]
 
 
 @njit(**JIT)
 def timer_count(pio, t, edge):
-    """The 8253 counting element at PIT edge ``edge`` (binary counts)."""
+    """The down counter at edge ``edge`` (binary counts)."""
     kind = pio[t + T_KIND]
     n = edge - pio[t + T_START]
     if kind == 1:
@@ -522,12 +605,12 @@ def timer_count(pio, t, edge):
 
 @njit(**JIT)
 def timer_read(pio, t, cycle):
-    """A read of an 8253 counter port: the latch or the live count, one byte
-    at a time through the read flip-flop, exactly as PitChannel.read."""
+    """A read of a counter port: the latch or the live count, one byte at a
+    time through the read flip-flop (as the 8253 does)."""
     if pio[t + T_LATCHED]:
         value = pio[t + T_LATCH]
     else:
-        value = timer_count(pio, t, cycle // CYCLES_PER_PIT_TICK)
+        value = timer_count(pio, t, cycle // pio[t + T_DIV])
     access = pio[t + T_ACCESS]
     if access == 1:
         done = True
@@ -1261,16 +1344,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             if ctl[C_RECORD]:
                 _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
             regs[IP] = ip
-            if pk[port] == PORT_STAMP:
-                # a firmware mark (the BIOS's empty keyboard poll): Python
-                # looks at the count and times when it wants, no exit
-                pio[STAMP_BASE] += 1
-                if now - pio[STAMP_BASE + 1] > pio[STAMP_BASE + 5]:
-                    pio[STAMP_BASE + 2] = now          # a new burst begins
-                    pio[STAMP_BASE + 3] = 0
-                pio[STAMP_BASE + 3] += 1
-                pio[STAMP_BASE + 1] = now
-                pio[STAMP_BASE + 4] = v
+            if fast_port_write(pk, pio, port, v, now, w):
+                # a stamp, one-shot or compiled-handler port: no exit
                 return cyc, ST_OK
             if pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0):
                 ctl[C_EXIT_PORT] = port

@@ -10,19 +10,24 @@ from .registers import Registers
 
 
 class Cpu:
-    """One 8088.  ``mem``/``page_flags``/``xflags``/``port_kind`` default to
+    """One 8088.  ``mem``/``page_table``/``xflags``/``port_kind`` default to
     a flat 1 MiB of RAM with no ports (the conformance setup); the machine
-    passes its bus arrays instead."""
+    passes its bus arrays instead.  ``page_table`` is ``int64[PAGE_TABLE_SIZE]``
+    (``state.PT_*``); ``page_flags`` is its first PAGE_COUNT words."""
 
-    def __init__(self, mem=None, page_flags=None, xflags=None, port_kind=None, port_io=None):
+    def __init__(self, mem=None, page_table=None, xflags=None, port_kind=None, port_io=None):
         self.regs = S.new_regs()
         self.ctl = S.new_ctl()
         self.mem = mem if mem is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
-        self.page_flags = (page_flags if page_flags is not None
-                           else np.zeros(S.PAGE_COUNT, dtype=np.uint8))
+        if page_table is None:
+            page_table = np.zeros(S.PAGE_TABLE_SIZE, dtype=np.int64)
+        if page_table.dtype != np.int64 or page_table.shape != (S.PAGE_TABLE_SIZE,):
+            raise ValueError("page_table must be int64[PAGE_TABLE_SIZE] (see state.PT_*)")
+        self.page_table = page_table
+        self.page_flags = page_table[:S.PAGE_COUNT]
         self.xflags = xflags if xflags is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)
         self.port_kind = port_kind if port_kind is not None else np.zeros(65536, dtype=np.uint8)
-        self.port_io = port_io if port_io is not None else np.zeros(core.PIO_SIZE, dtype=np.int64)
+        self.port_io = port_io if port_io is not None else np.zeros(S.PIO_SIZE, dtype=np.int64)
         self.effects = np.zeros((S.MAX_EFFECTS, 4), dtype=np.int64)
         self.r = Registers(self.regs)
 
@@ -30,7 +35,7 @@ class Cpu:
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
         self.ctl[S.C_DEADLINE] = until_cycle
-        return core.run(self.regs, self.mem, self.page_flags, self.xflags,
+        return core.run(self.regs, self.mem, self.page_table, self.xflags,
                         self.ctl, self.effects, self.port_kind, self.port_io)
 
     def step(self, record=False, budget=1 << 62):
@@ -58,7 +63,7 @@ class Cpu:
 
     def end_record(self):
         self.ctl[S.C_RECORD] = 0
-        self.page_flags &= ~np.uint8(core.PG_RECORD)
+        self.page_flags &= ~np.int64(core.PG_RECORD)
 
     @property
     def effect_count(self):
@@ -81,7 +86,7 @@ class Cpu:
         cycles and one instruction boundary."""
         ip = int(self.regs[S.IP]) if return_ip is None else return_ip
         self.ctl[S.C_HALTED] = 0
-        cycles = core.interrupt(self.regs, self.mem, self.page_flags, self.xflags,
+        cycles = core.interrupt(self.regs, self.mem, self.page_table, self.xflags,
                                 self.ctl, self.effects, vector, ip)
         self.ctl[S.C_CYCLES] += cycles
         self.ctl[S.C_INSTRUCTIONS] += 1

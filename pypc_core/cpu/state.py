@@ -95,7 +95,21 @@ PAGE_COUNT = 1 << (20 - PAGE_SHIFT)
 PG_READONLY = 0x01    # ROM or unmapped: writes are ignored
 PG_WATCH_R = 0x02     # a memory-read watch covers part of this page
 PG_WATCH_W = 0x04     # a memory-write watch covers part of this page
-PG_MIRROR_16K = 0x10  # every byte is also at address ^ 4000h (a 16 KiB window seen twice)
+PG_ALIAS = 0x10       # a write also lands in the page's alias ring (PT_TWIN)
+PG_HANDLER = 0x20     # data reads and writes call the page's handler (PT_FN, PT_CTX)
+
+# The page table handed to the core: ``int64[PAGE_TABLE_SIZE]``.  The first
+# PAGE_COUNT words are the PG_* flags of each page; then, per page, one word
+# in each of these planes (``table[PT_TWIN + page]``...):
+PT_TWIN = PAGE_COUNT          # PG_ALIAS: the next page of the ring of copies
+PT_FN = 2 * PAGE_COUNT        # PG_HANDLER: address of the handler function
+PT_CTX = 3 * PAGE_COUNT       # PG_HANDLER: the handler's context pointer
+PAGE_TABLE_SIZE = 4 * PAGE_COUNT
+# A memory handler is a C function int64 handler(void *ctx, int64 address,
+# int64 value, int64 op): op HANDLER_READ returns the byte at the linear
+# address, op HANDLER_WRITE stores ``value`` (the result is ignored).
+HANDLER_READ = 0
+HANDLER_WRITE = 1
 
 # --- per-byte execution flags (1 MiB) ---------------------------------------
 XF_BREAKPOINT = 0x01
@@ -121,3 +135,57 @@ def new_regs():
 
 def new_ctl():
     return np.zeros(C_SIZE, dtype=np.int64)
+# --- ports answered inside the core -----------------------------------------
+# ``port_kind`` (uint8[65536]) says how the core answers each port; ``port_io``
+# (int64[PIO_SIZE]) holds, at ``port_io[port]``, the value of a PORT_VALUE
+# port or, for the other fast kinds, the index of the port's parameter block
+# in the pool ``port_io[PIO_POOL:]`` (blocks are handed out by the bus).
+PORT_NONE = 0      # unclaimed: reads FFh, writes vanish
+PORT_PY = 1        # a Python handler answers reads and writes (an exit)
+PORT_VALUE = 2     # reads return port_io[port] (kept current by the device); writes exit
+PORT_RASTER = 3    # reads compute raster status bits from the cycle; writes exit
+PORT_COUNTER = 4   # reads of a down counter computed from the cycle; writes exit
+PORT_STAMP = 5     # writes are counted and time-stamped in the core; reads FFh
+PORT_ONESHOT = 6   # reads: one-shot bits from the cycle; writes fire them (no exit)
+PORT_CALL = 7      # reads and writes call a compiled handler (no exit)
+PORT_TIMER = PORT_COUNTER          # the old name
+PIO_POOL = 65536
+PIO_POOL_SIZE = 8192
+PIO_SIZE = PIO_POOL + PIO_POOL_SIZE
+
+# raster block: dot = cycle * R_NUM // R_DEN - R_EPOCH, wrapped to a frame
+R_EPOCH, R_LINE, R_HDISP, R_FRAME, R_VDISP, R_VS0, R_VS1, R_CONST, R_BLANK, \
+    R_VSYNC, R_NUM, R_DEN = range(12)
+RASTER_WORDS = 12
+
+# counter block (an 8253-style down counter read a byte at a time)
+T_KIND = 0         # 0 counting down by one, 1 stopped, 2 periodic (mode 2), 3 square (mode 3)
+T_START = 1        # counter edge the segment starts at
+T_CE = 2           # counting element at T_START (kinds 0 and 1)
+T_OUT = 3          # kind 3: output level the segment started with
+T_RELOAD = 4       # kinds 2/3: effective reload value
+T_LIMIT = 5        # first edge the model is not valid for (a pending load)
+T_ACCESS = 6       # 1 LSB, 2 MSB, 3 LSB then MSB
+T_READ_MSB = 7     # read flip-flop (written by the core)
+T_LATCHED = 8      # a latched count is waiting (written by the core)
+T_LATCH = 9        # the latched count
+T_READS = 10       # reads answered in the core since Python last looked
+T_DIV = 11         # CPU cycles per counter edge
+COUNTER_WORDS = 12
+
+# stamp block: total count, cycle of the last write, first cycle of the
+# current burst, writes in the current burst, last value, the gap (cycles)
+# that ends a burst
+STAMP_WORDS = 6
+
+# one-shot block: constant bits, number of one-shots, fires, cycle of the
+# last fire, then per one-shot (bit mask, duration in cycles, expiry cycle)
+O_CONST, O_COUNT, O_FIRES, O_LAST = range(4)
+O_FIRST = 4
+ONESHOT_WORDS_EACH = 3
+
+# call block: handler address, context pointer (the HANDLER_* protocol, the
+# port number as the address)
+K_FN, K_CTX = 0, 1
+CALL_WORDS = 2
+

@@ -5,10 +5,11 @@ Machine integration, in order:
 1. ``bios = Bios(machine)`` -- ``machine`` provides ``memory`` (MemoryMap),
    ``ports`` (PortMap), ``cpu.regs`` / ``cpu.ctl`` (numpy arrays),
    ``disks`` ({0: A:, 1: B:, 0x80: C:, 0x81: D:} of ``DiskImage``),
-   ``has_device(name)`` ("uart", "lpt", "gameport", "fpu") and optionally
-   ``floppy_drives`` (default: 2 with a B: image, else 1), ``ram_kb``
-   (default: RAM pages from 0, at most 640) and ``initial_ticks`` (tick
-   count at POST, default 0 = midnight, so that runs are deterministic).
+   ``equipment`` (a ``pypc_core.board.Equipment``: floppy drives, RAM,
+   serial and parallel port bases, game port, video kind -- what the
+   equipment word and the BIOS data area report) and ``initial_ticks``
+   (tick count at POST; the machine gives 0 = midnight, so that runs are
+   deterministic).
 2. ``bios.install()`` maps the ROM at F0000h and sets ``XF_TRAP`` bits.
 3. Reset the CPU to FFFF:0000 and set ``ctl[C_TRAP_ENABLE] = 1``.
 4. On ``EXIT_TRAP`` call ``bios.on_trap(int(ctl[C_EXIT_VALUE]))`` (the

@@ -77,6 +77,7 @@ class Bios:
         self.boot_failed = False       # INT 19h found nothing bootable
         self.posts = 0                 # completed POST runs (cold + warm)
         self._traps = None
+        self._stamp = None             # the empty-keyboard-poll stamp port (install)
 
     # -- ROM -----------------------------------------------------------------------------
     def _build(self):
@@ -107,25 +108,18 @@ class Bios:
         memory.map_rom(rom.BIOS_BASE, bytes(b.image), owner="bios")
         for linear in self._traps:
             memory.xflags[linear] |= S.XF_TRAP
-        ports = getattr(self.machine, "ports", None)
-        if ports is not None and hasattr(ports, "claim_stamp"):
-            ports.claim_stamp("bios", rom.IDLE_STAMP_PORT, POLL_BURST_GAP_CYCLES)
+        self._stamp = self.machine.ports.claim_stamp("bios", rom.IDLE_STAMP_PORT,
+                                                     POLL_BURST_GAP_CYCLES)
 
     # -- machine facts -------------------------------------------------------------------
+    # ``machine.equipment`` (a pypc_core.board.Equipment) says what is
+    # installed, from the cards' declared capabilities.
     @property
     def disks(self):
-        return getattr(self.machine, "disks", None) or {}
-
-    def has_device(self, name):
-        fn = getattr(self.machine, "has_device", None)
-        return bool(fn(name)) if fn is not None else False
+        return self.machine.disks
 
     def floppy_count(self):
-        """``machine.floppy_drives`` if set, else 2 with a B: image, else 1."""
-        n = getattr(self.machine, "floppy_drives", None)
-        if n is not None:
-            return max(0, min(4, int(n)))
-        return 2 if 1 in self.disks else 1
+        return max(0, min(4, int(self.machine.equipment.floppy_drives)))
 
     def hdd_count(self):
         """Hard disks present from 80h upwards without a gap."""
@@ -135,36 +129,16 @@ class Bios:
         return n
 
     def memory_kb(self):
-        kb = getattr(self.machine, "ram_kb", None)
-        if kb is not None:
-            return min(int(kb), 640)
-        kinds = getattr(self.machine.memory, "page_kind", None)
-        if kinds is None:
-            return 640
-        pages = 0
-        while pages < 160 and kinds[pages] == "ram":
-            pages += 1
-        return pages * 4
+        return min(int(self.machine.equipment.memory_kib), 640)
 
     def com_ports(self):
-        return [0x3F8] if self.has_device("uart") else []
+        return list(self.machine.equipment.serial_ports)
 
     def lpt_ports(self):
-        return [0x378] if (self.has_device("lpt") or self.has_device("parallel")) else []
+        return list(self.machine.equipment.parallel_ports)
 
     def equipment_word(self):
-        floppies = self.floppy_count()
-        eq = 0x0C                                   # planar RAM: 64 KiB and more
-        if floppies:
-            eq |= 0x01 | ((floppies - 1) & 3) << 6
-        if self.has_device("fpu"):
-            eq |= 0x02
-        eq |= 0x20                                  # initial video: 80x25 colour
-        eq |= (len(self.com_ports()) & 7) << 9
-        if self.has_device("gameport"):
-            eq |= 0x1000
-        eq |= (len(self.lpt_ports()) & 3) << 14
-        return eq
+        return self.machine.equipment.word()
 
     _wait_mark = 0
 
@@ -266,7 +240,7 @@ class Bios:
         mem.wb(BDA_HD_COUNT, self.hdd_count())
         mem.wb(BDA_HD_STATUS, 0)
         mem.wb(BDA_FD_STATUS, 0)
-        ticks = int(getattr(self.machine, "initial_ticks", 0) or 0) % TICKS_PER_DAY
+        ticks = int(self.machine.initial_ticks) % TICKS_PER_DAY
         mem.wd(BDA_TICKS, ticks)
         mem.wb(BDA_TICKS_ROLLOVER, 0)
 
@@ -474,10 +448,9 @@ class Bios:
         if (self.keyboard.waiting and
                 int(cpu.ctl[S.C_INSTRUCTIONS]) - self._wait_mark < WAIT_FRESH_INSTRUCTIONS):
             return True
-        ports = getattr(self.machine, "ports", None)
-        if ports is None or not hasattr(ports, "stamp"):
+        if self._stamp is None:
             return False
-        _count, last, _start, burst, _value = ports.stamp()
+        _count, last, _start, burst, _value = self._stamp.values()
         now = int(cpu.ctl[S.C_CYCLES])
         return burst >= POLL_BURST and now - last <= POLL_BURST_GAP_CYCLES
 

@@ -51,7 +51,7 @@ class DiskService(Service):
     # -- drives ---------------------------------------------------------------------
     @property
     def disks(self):
-        return getattr(self.bios.machine, "disks", None) or {}
+        return self.bios.machine.disks
 
     def floppy_count(self):
         return self.bios.floppy_count()

@@ -1,0 +1,35 @@
+"""Calling a compiled handler whose address is data.
+
+A device may give the core a C function (a numba ``cfunc``, or a ctypes
+callback into Python) for a port or a memory window.  The core keeps only its
+address, an integer in an array, so the core's own machine code never
+changes and its numba cache stays valid; ``call_handler`` is the numba
+intrinsic that calls such an address::
+
+    int64 handler(void *ctx, int64 address, int64 value, int64 op)
+
+(``ctx`` is passed as a 64-bit integer, which the C calling convention of
+the 64-bit targets numba supports passes exactly like a pointer.)
+"""
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils  # noqa: F401  (numba's codegen helpers load with it)
+from numba.extending import intrinsic
+
+
+@intrinsic
+def call_handler(typingctx, fn, ctx, address, value, op):
+    """``fn(ctx, address, value, op)`` for int64 arguments; returns int64."""
+    for t in (fn, ctx, address, value, op):
+        if t != types.int64:
+            return None
+    sig = types.int64(types.int64, types.int64, types.int64, types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(i64, [i64, i64, i64, i64])
+        target = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(target, list(args[1:]))
+
+    return sig, codegen
