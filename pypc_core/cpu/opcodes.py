@@ -48,6 +48,14 @@ taken counts, shifts by CL add ``per_count`` per bit, string instructions
 give the single form and the REP form (``rep_base`` + ``per_rep`` per
 iteration, plus 2 for the REP prefix byte), and MUL/DIV give the published
 range (``base`` .. ``hi``) within which the core's fixed figure must lie.
+
+Where the published sources are silent or disagree, the table has the core's
+figure: SALC 4 (undocumented, no published figure); TEST r/m16,imm16 in memory
+11+EA (the four-clocks-per-word rule would give 15+EA); RETF 34 and RETF imm
+33 (some 8088 tables list 32 and 31); ESC with a memory operand 8+EA (the
+word rule would give 12+EA); the undefined forms (as the core executes them).
+The test marks the core's known departures from the published figures
+(AAA/AAS, WAIT, IMUL r/m8 in memory) as expected failures.
 """
 
 from __future__ import annotations
