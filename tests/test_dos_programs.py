@@ -106,3 +106,21 @@ def test_unsupported_function_fails_as_dos_does_and_is_logged_once(tmp_path, cap
     assert code == 1
     assert m.dos.unsupported == {0x6C}
     assert len([r for r in caplog.records if "6Ch" in r.getMessage()]) == 1
+
+
+def test_c_program_built_with_bcc(tmp_path):
+    """Optional: Debian's bcc (with elks-libc) builds DOS .COM programs."""
+    import shutil
+    import subprocess
+    bcc = shutil.which("bcc")
+    if bcc is None or not os.path.exists("/usr/lib/bcc/libdos.a"):
+        pytest.skip("bcc and elks-libc (Debian packages) are not installed")
+    subprocess.run([bcc, "-Md", "-ansi", "-o", str(tmp_path / "CPROG.COM"),
+                    os.path.join(progs.HERE, "cprog.c")], check=True, capture_output=True)
+    text, code, m = progs.run(tmp_path, "C:\\CPROG.COM", ["x", "y z"])
+    m.close()
+    # (its C runtime splits the tail at blanks; it ignores the quotes)
+    assert text == ("cprog: 3 argument(s) [x] [\"y] [z\"]\n"
+                    "read back: line 42\nall good\n")
+    assert code == 7
+    assert (tmp_path / "CDATA.TXT").read_bytes() == b"line 42\n"

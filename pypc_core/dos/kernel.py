@@ -1662,10 +1662,12 @@ def normalise_name(piece, wildcards=False):
 
 
 def command_tail(args):
-    """The PSP command tail of an argument list: `` ARG1 ARG2``."""
+    """The PSP command tail of an argument list: `` ARG1 ARG2`` (an
+    argument with blanks in double quotes, as typed at a DOS prompt)."""
     if not args:
         return b""
-    return (" " + " ".join(args)).encode("latin-1", "replace")[:126]
+    words = [f'"{a}"' if (not a or " " in a or "\t" in a) else a for a in args]
+    return (" " + " ".join(words)).encode("latin-1", "replace")[:126]
 
 
 def fcbs_for_tail(tail):
