@@ -130,3 +130,15 @@ def test_a_segment_of_nothing_but_prefixes_passes_the_budget():
     assert reason == S.EXIT_BUDGET
     assert cpu.cycles >= 1_000_000
     assert cpu.regs[S.IP] == 0x1234
+
+
+def test_pitwedge_binary_matches_its_source(tmp_path):
+    import shutil
+    nasm = shutil.which("nasm")
+    if nasm is None:
+        pytest.skip("nasm is not installed (the committed .bin is used as it is)")
+    out = tmp_path / "pitwedge.bin"
+    subprocess.run([nasm, "-f", "bin", "-o", str(out), os.path.join(HERE, "guest", "pitwedge.asm")],
+                   check=True)
+    with open(os.path.join(HERE, "guest", "pitwedge.bin"), "rb") as fh:
+        assert out.read_bytes() == fh.read()

@@ -14,7 +14,7 @@ import struct
 import subprocess
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROGRAMS = ("video", "disk", "keyboard", "timer", "pitwedge")
+PROGRAMS = ("video", "disk", "keyboard", "timer")
 
 IMAGE_360K = 368640
 SECTOR = 512
