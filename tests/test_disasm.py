@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pypc_core.cpu import disasm, opcodes
@@ -412,6 +413,15 @@ def test_disassemble_rejects_non_bytes():
         disassemble("90")
     with pytest.raises(TypeError):
         disassemble([0x90])
+    with pytest.raises(TypeError):
+        disassemble(np.array([0xB8, 0x34, 0x12], dtype=np.uint16))
+
+
+def test_disassemble_takes_byte_buffers():
+    mem = np.zeros(16, dtype=np.uint8)
+    mem[4:7] = [0xB8, 0x34, 0x12]
+    for code in (mem[4:], bytearray(mem[4:]), memoryview(bytes(mem[4:]))):
+        assert disassemble(code).text == "mov ax,0x1234"
 
 
 @pytest.mark.parametrize("args", [(0x10000, 0, 1), (0, 0x10000, 1), (0, 0, -1), (0, 0, 1.0)])

@@ -383,18 +383,23 @@ def _check_offset(name, value, limit=0xFFFF):
 
 
 def disassemble(code: bytes, ip: int = 0, cs: int | None = None) -> Instruction:
-    """Decode the instruction at the start of ``code`` (``code[k]`` is the
+    """Decode the instruction at the start of ``code`` (bytes, bytearray or
+    any byte buffer such as a numpy uint8 slice; ``code[k]`` is the
     byte at CS:(ip+k) & FFFFh).  Never raises for any byte content; a
     ``code`` that ends inside an instruction gives a ``db`` of its bytes with
     status ``"truncated"``.  Empty ``code`` is a ValueError."""
-    if not isinstance(code, (bytes, bytearray, memoryview)):
-        raise TypeError(f"code must be bytes, not {type(code).__name__}")
+    try:
+        view = memoryview(code)
+    except TypeError:
+        raise TypeError(f"code must be bytes (or a byte buffer), not {type(code).__name__}") from None
+    if view.itemsize != 1:
+        raise TypeError(f"code must be a buffer of bytes, not of {view.itemsize}-byte items")
+    code = view.tobytes()
     if len(code) == 0:
         raise ValueError("code is empty: there is no instruction to decode")
     _check_offset("ip", ip)
     if cs is not None:
         _check_offset("cs", cs)
-    code = bytes(code)
     return _decode(lambda k: code[k] if k < len(code) else None, ip, cs)
 
 
