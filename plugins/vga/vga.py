@@ -677,7 +677,7 @@ class VGA(Device):
         width = 9 if nine else 8
         bits = (glyph[:, :, None] >> _BIT_SHIFTS) & 1             # lines, chars, 8
         if nine:
-            ninth = np.where((self.ac[0x10] & 0x04) & ((ch >= 0xC0) & (ch <= 0xDF)),
+            ninth = np.where(bool(self.ac[0x10] & 0x04) & (ch >= 0xC0) & (ch <= 0xDF),
                              bits[:, :, 7], 0)
             bits = np.concatenate([bits, ninth[:, :, None]], axis=2)
         fg = at & 0x0F
@@ -748,9 +748,11 @@ class VGA(Device):
         if page is not None and display_address is not None:
             raise ValueError("page and display_address are mutually exclusive")
         columns, rows, _ = self.text_geometry()
-        page_words = max(1, self.crtc[0x13] * 2 * rows)
-        page_words = (page_words + 0x7FF) // 0x800 * 0x800 if page_words <= 0x800 * 4 else page_words
-        page_count = max(1, 0x8000 // (page_words * 2)) if not self.is_graphics() else 1
+        # a page is the text layout rounded up to 256 characters (as the BIOS
+        # sizes them: 2 KiB at 40x25, 4 KiB at 80x25, 8 KiB at 80x50) within
+        # the 32 KiB text window
+        page_words = (max(1, self.crtc[0x13] * 2 * rows) + 0xFF) & ~0xFF
+        page_count = max(1, 0x4000 // page_words) if not self.is_graphics() else 1
         active = self.start_address()
         if page is not None:
             if not 0 <= page < page_count:
@@ -846,7 +848,10 @@ class VGA(Device):
         }
 
     def set_state(self, state):
+        """Restore ``get_state()``; a malformed state raises ValueError and
+        changes nothing."""
         import base64
+        import binascii
         import zlib
         try:
             planes = np.frombuffer(zlib.decompress(base64.b64decode(state["planes"])),
@@ -855,33 +860,38 @@ class VGA(Device):
             crtc = [int(v) & 0xFF for v in state["crtc"]]
             gc = [int(v) & 0xFF for v in state["gc"]]
             ac = [int(v) & 0xFF for v in state["ac"]]
-            dac = np.array(state["dac"], dtype=np.int64)
+            dac = np.array([int(v) for v in state["dac"]], dtype=np.int64)
             latches = [int(v) & 0xFF for v in state["latches"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"VGA state: {exc}") from exc
+            pending = [int(v) & 0x3F for v in state["dac_pending"]]
+            scalars = {k: int(state[k]) for k in (
+                "misc", "seq_index", "crtc_index", "gc_index", "ac_index", "ac_flipflop",
+                "feature", "subsystem", "pel_mask", "dac_write_index", "dac_read_index",
+                "dac_component", "dac_state", "epoch_dots", "epoch_frame")}
+        except (KeyError, TypeError, ValueError, zlib.error, binascii.Error) as exc:
+            raise ValueError(f"VGA state: {exc!r}") from exc
         if (planes.size != 4 * planar.PLANE_SIZE or len(seq) != SEQ_COUNT
                 or len(crtc) != CRTC_COUNT or len(gc) != GC_COUNT or len(ac) != AC_COUNT
-                or dac.size != 768 or len(latches) != 4):
+                or dac.size != 768 or len(latches) != 4 or len(pending) != 3):
             raise ValueError("VGA state: wrong register or memory sizes")
         self.planes[:] = planes.reshape(4, planar.PLANE_SIZE)
         self.seq, self.crtc, self.gc, self.ac = seq, crtc, gc, ac
-        self.misc = int(state["misc"]) & 0xFF
-        self.seq_index = int(state["seq_index"]) & 7
-        self.crtc_index = int(state["crtc_index"]) & 0x3F
-        self.gc_index = int(state["gc_index"]) & 0x0F
-        self.ac_index = int(state["ac_index"]) & 0x3F
-        self.ac_flipflop = int(state["ac_flipflop"]) & 1
-        self.feature = int(state["feature"]) & 0xFF
-        self.subsystem = int(state["subsystem"]) & 1
+        self.misc = scalars["misc"] & 0xFF
+        self.seq_index = scalars["seq_index"] & 7
+        self.crtc_index = scalars["crtc_index"] & 0x3F
+        self.gc_index = scalars["gc_index"] & 0x0F
+        self.ac_index = scalars["ac_index"] & 0x3F
+        self.ac_flipflop = scalars["ac_flipflop"] & 1
+        self.feature = scalars["feature"] & 0xFF
+        self.subsystem = scalars["subsystem"] & 1
         self.dac[:] = (dac & 0x3F).reshape(256, 3)
-        self.pel_mask = int(state["pel_mask"]) & 0xFF
-        self.dac_write_index = int(state["dac_write_index"]) & 0xFF
-        self.dac_read_index = int(state["dac_read_index"]) & 0xFF
-        self.dac_component = int(state["dac_component"]) % 3
-        self.dac_state = int(state["dac_state"]) & 3
-        self.dac_pending = [int(v) & 0x3F for v in state["dac_pending"]]
-        self.epoch_dots = int(state["epoch_dots"])
-        self.epoch_frame = int(state["epoch_frame"])
+        self.pel_mask = scalars["pel_mask"] & 0xFF
+        self.dac_write_index = scalars["dac_write_index"] & 0xFF
+        self.dac_read_index = scalars["dac_read_index"] & 0xFF
+        self.dac_component = scalars["dac_component"] % 3
+        self.dac_state = scalars["dac_state"] & 3
+        self.dac_pending = pending
+        self.epoch_dots = scalars["epoch_dots"]
+        self.epoch_frame = scalars["epoch_frame"]
         self._sync()
         self.st[ST_LATCH:ST_LATCH + 4] = latches
         self._publish()
