@@ -267,3 +267,31 @@ def test_benchmark_guests_match_their_source(define, attr, tmp_path):
     src = os.path.join(os.path.dirname(bin_path("vga_bench")), "vga_bench.asm")
     subprocess.run([nasm, "-f", "bin", "-D" + define, "-o", str(out), src], check=True)
     assert bench.boot_sector(getattr(bench, attr)) == out.read_bytes()
+
+
+def test_machine_state_round_trip_in_mode_x(tmp_path):
+    """A state saved in mode X and restored into a new machine continues to
+    the same pictures and results as the original run."""
+    img = program_image(tmp_path, "vga_ports")
+    results = []
+    saved = None
+    for attempt in range(2):
+        m = Machine(MachineConfig(floppy_a=img, plugins=["vga"], cow=True))
+        try:
+            if saved is None:
+                for n in range(1, 5):
+                    assert run_to_phase(m, n, TIMEOUT_S)
+                    m.memory.write(GO_BYTE, bytes([n]))
+                assert run_to_phase(m, 5, TIMEOUT_S)
+                saved = m.get_state()
+            else:
+                m.set_state(saved)
+            frame5 = m.video.frame()
+            for n in range(5, 8):
+                assert run_to_phase(m, n, TIMEOUT_S)
+                m.memory.write(GO_BYTE, bytes([n]))
+            assert run_to_done(m, TIMEOUT_S)
+            results.append((digest(frame5), digest(m.video.frame()), slots(m, 25), m.clock()))
+        finally:
+            m.close()
+    assert results[0] == results[1]
