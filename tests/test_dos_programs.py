@@ -124,3 +124,20 @@ def test_c_program_built_with_bcc(tmp_path):
                     "read back: line 42\nall good\n")
     assert code == 7
     assert (tmp_path / "CDATA.TXT").read_bytes() == b"line 42\n"
+
+
+def test_console_clock_and_system_services(tmp_path):
+    progs.install(tmp_path, "conio")
+    text, code, m = progs.run(tmp_path, "C:\\CONIO.COM", typed="hello\rxyabc\r")
+    try:
+        assert failures(text) == [] and "FAIL" not in text
+        assert code == 0
+        # INT 29h and CALL 5 output; AH=0Ah and AH=01h echo what they read
+        # (AH=0Ah echoes the CR only), AH=08h does not; a CON read ends in CR LF
+        assert "#!\n" in text
+        assert "hello\rok   line length\n" in text
+        assert "\nxok   read with echo\nok   read without echo\n" in text
+        assert "\nabc\nok   read a line from handle 0\n" in text
+        assert m.screen_contains("ok   read a line from handle 0")
+    finally:
+        m.close()

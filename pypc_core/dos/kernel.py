@@ -1108,7 +1108,8 @@ class Dos:
         if h < 24 and m < 60 and s < 60 and hs < 100:
             from ..firmware.memio import BDA_TICKS
             total = ((h * 60 + m) * 60 + s) * 100 + hs
-            self.mem.wd(BDA_TICKS, total * TICKS_PER_DAY // 8640000)
+            # rounded up, so reading the time back gives at least what was set
+            self.mem.wd(BDA_TICKS, -(-total * TICKS_PER_DAY // 8640000))
             r.al = 0
         else:
             r.al = 0xFF

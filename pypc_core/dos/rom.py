@@ -8,7 +8,7 @@ service, which then skips the NOP.  Being ROM, a program cannot overwrite a
 trap byte.
 """
 
-from ..firmware.rom import IRET, NOP, RETF_2, STI, CLI, HLT, RomBuilder, int_
+from ..firmware.rom import CLI, HLT, IRET, NOP, POP_AX, PUSH_AX, RETF_2, STI, RomBuilder, int_
 
 DOS_SEGMENT = 0xEF00
 DOS_BASE = DOS_SEGMENT << 4
@@ -33,10 +33,14 @@ def build_dos_rom():
     # INT 25h/26h (absolute disk read/write): no disk behind a host folder
     b.label("int25").emit(0xB8, 0x02, 0x80, 0xF9, 0xCB)      # mov ax,8002h / stc / retf
     b.label("dummy_iret").emit(IRET)                         # INT 28h, 2Ah, 2Fh
-    # CALL 5 (CP/M-style entry at PSP:0005): drop the far return, INT 21h
-    # with AH=CL, return near to the caller of CALL 5
-    b.label("call5").emit(0x83, 0xC4, 0x04)                  # add sp,4
-    b.emit(0x88, 0xCC, int_(0x21), 0xC3)                     # mov ah,cl / int 21h / ret
+    # CALL 5 (CP/M-style entry at PSP:0005, a near call from the program
+    # followed by our far call): turn the two return addresses into one far
+    # return to the caller, then INT 21h with AH=CL
+    b.label("call5").emit(0x83, 0xC4, 0x02)                  # add sp,2 (drop 000Ah)
+    b.emit(0x55, 0x89, 0xE5, PUSH_AX)                        # push bp / mov bp,sp / push ax
+    b.emit(0x8B, 0x46, 0x02, 0x87, 0x46, 0x04)               # mov ax,[bp+2] / xchg ax,[bp+4]
+    b.emit(0x89, 0x46, 0x02, POP_AX, 0x5D)                   # mov [bp+2],ax / pop ax / pop bp
+    b.emit(0x88, 0xCC, int_(0x21), 0xCB)                     # mov ah,cl / int 21h / retf
     # the built-in COMMAND shell: every step is a Python service
     b.label("shell").trap("shell").jmp_short("shell")
     # the first program ended: the CPU idles here with interrupts off

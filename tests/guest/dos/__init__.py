@@ -13,6 +13,7 @@ PROGRAMS = {
     "memtest": "memtest.exe",
     "parent": "parent.com",
     "child": "child.com",
+    "conio": "conio.com",
 }
 
 
@@ -43,10 +44,11 @@ def install(folder, *names):
         shutil.copy(path(name), os.path.join(folder, PROGRAMS[name].upper()))
 
 
-def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",)):
+def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",), typed=None):
     """Run ``program`` (a DOS path on C: = ``folder``) until it exits;
-    returns (console text, exit code or None, machine) -- the caller closes
-    the machine."""
+    ``typed`` text enters the keyboard (20 keys a second of emulated time)
+    once the program first waits for a key.  Returns (console text, exit code or None, machine) --
+    the caller closes the machine."""
     from pypc_core.dos import DosConfig
     from pypc_core.machine import CPU_HZ, Machine, MachineConfig
     m = Machine(MachineConfig(plugins=list(plugins),
@@ -54,6 +56,9 @@ def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",)):
                                             args=list(args))))
     end = m.clock() + int(max_seconds * CPU_HZ)
     while not m.dos.exited and m.clock() < end:
-        m.run_for(CPU_HZ // 20)
+        if typed and m.waiting_for_key():
+            m.type_text(typed)
+            typed = None
+        m.run_for(CPU_HZ // 50)
     text = bytes(m.dos.console_out).decode("cp437").replace("\r\n", "\n")
     return text, m.dos.exit_code, m
