@@ -14,6 +14,7 @@ the next device event, so the guest sees the same thing at any host speed.
 """
 
 import os
+import threading
 
 import attrs
 
@@ -23,6 +24,7 @@ from .chipset import Dma8237, NmiMask, Pic8259, Pit8253, Ppi8255, XtKeyboard
 from .chipset.ppi import switch_byte
 from .cpu import Cpu
 from .cpu import state as S
+from .debugger import BreakpointError, BreakpointTable, Stop, Trace
 from .device import CAP_VIDEO, Device
 from .errors import PypcError
 from .scancodes import text_to_scancodes
@@ -52,14 +54,6 @@ class MachineConfig:
     options: object = None                 # argparse namespace for plugin options
 
 
-@attrs.define
-class Stop:
-    """Why a run returned."""
-    kind: str                 # budget | breakpoint | watch | step
-    cycles: int
-    detail: dict = attrs.Factory(dict)
-
-
 class Machine:
     def __init__(self, config=None, **kwargs):
         self.config = config or MachineConfig(**kwargs)
@@ -73,6 +67,10 @@ class Machine:
         self.ports.clock = self.clock
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
+        self.breakpoints = BreakpointTable(self.cpu, self.memory)
+        self.trace = Trace(self.cpu)
+        self._pause = threading.Event()
+        self.last_stop = None
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
         self.disks = {}
@@ -279,10 +277,16 @@ class Machine:
         self._set_intr(self.pic.intr_pending())
         self.scheduler.reset()
 
+    # Each cpu.run covers at most this many cycles (about 27 ms of emulated
+    # time, a fraction of a millisecond of host time in turbo), so a pause
+    # request, Ctrl-C or a queued RPC request is seen promptly whatever the
+    # guest does; the exit costs well under 1 % at that spacing.
+    SLICE_CYCLES = 1 << 17
+
     def _service_exit(self, reason):
         """Answer an exit that Python completes (port I/O, interrupt
         acknowledge, firmware trap).  Returns False for the exits that stop
-        a run (breakpoint, watch, step)."""
+        a run (breakpoint, watch, step, halt, fault)."""
         cpu = self.cpu
         ctl = cpu.ctl
         if reason == S.EXIT_IO_OUT:
@@ -293,8 +297,10 @@ class Machine:
         elif reason == S.EXIT_IRQ:
             # (the PIC marks the CPU-answered ports stale itself)
             if self.pic.intr_pending():
-                cpu.interrupt(self.pic.acknowledge())
+                vector = self.pic.acknowledge()
+                cpu.interrupt(vector)
                 self.interrupts_taken += 1
+                self._irq_taken = (vector - self.pic.vector_base) & 0xFF
             else:
                 self._set_intr(False)
         elif reason == S.EXIT_TRAP:
@@ -306,63 +312,352 @@ class Machine:
             return False
         return True
 
+    # -- the one run loop --------------------------------------------------------
+    def _stop(self, kind, **fields):
+        r = self.cpu.regs
+        stop = Stop(kind, self.clock(), cs=int(r[S.CS]), ip=int(r[S.IP]), **fields)
+        self.last_stop = stop
+        return stop
+
+    def _handle_exit(self, reason):
+        """Deal with one exit of the core.  Returns None to go on running,
+        or the Stop that ends the run."""
+        cpu = self.cpu
+        ctl = cpu.ctl
+        if reason == S.EXIT_IO_IN or reason == S.EXIT_IO_OUT:
+            port, width = int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])
+            cs, ip = int(cpu.regs[S.CS]), int(cpu.regs[S.IP])
+            self._service_exit(reason)
+            if ctl[S.C_IOW_N] == 0:
+                return None
+            if reason == S.EXIT_IO_IN:
+                value, direction = int(ctl[S.C_IO_VALUE]), "read"
+            else:
+                value, direction = int(ctl[S.C_EXIT_VALUE]), "write"
+            bp = self._match_io(port, width, direction)
+            if bp is None:
+                return None
+            if reason == S.EXIT_IO_IN:
+                # the stop comes after the access: finish the IN first
+                saved = int(ctl[S.C_STEP])
+                ctl[S.C_STEP] = 1
+                cpu.run(self.clock() + (1 << 40))
+                ctl[S.C_STEP] = max(0, saved - 1)
+            else:
+                # an OUT exits after it executed; cs:ip above is the next one
+                cs, ip = -1, -1
+            return self._bp_stop(bp, access={
+                "space": "io", "kind": direction, "address": port, "width": width,
+                "value": value, "old": None, "cs": cs, "ip": ip})
+        if reason == S.EXIT_IRQ:
+            self._irq_taken = None
+            self._service_exit(reason)
+            irq = self._irq_taken
+            if irq is None or not any(b.kind == "irq" for b in self.breakpoints.all()):
+                return None
+            for bp in self.breakpoints.all():
+                if bp.kind == "irq" and bp.address == irq and bp.matches(cpu.regs, self.memory.mem):
+                    return self._bp_stop(bp, interrupt={"number": irq, "source": "irq"})
+            return None
+        if reason == S.EXIT_TRAP:
+            self._service_exit(reason)
+            return None
+        if reason == S.EXIT_BREAKPOINT:
+            pc = cpu.pc
+            mine = [bp for bp in self.breakpoints.all()
+                    if bp.kind == "exec" and bp.address == pc and bp.enabled]
+            if not mine:
+                # a flag set outside the table (kept for old callers)
+                return self._stop("breakpoint", detail={"address": pc})
+            hit = None
+            for bp in sorted(mine, key=lambda b: b.internal):
+                if bp.matches(cpu.regs, self.memory.mem) and hit is None:
+                    hit = bp
+            if hit is None:
+                ctl[S.C_SKIP_BP] = 1
+                return None
+            return self._bp_stop(hit)
+        if reason == S.EXIT_INT_BREAK:
+            number = int(ctl[S.C_EXIT_VALUE])
+            regs = cpu.regs
+            ah, al = int(regs[S.AX]) >> 8, int(regs[S.AX]) & 0xFF
+            for bp in sorted(self.breakpoints.all(), key=lambda b: b.internal):
+                if (bp.kind == "int" and bp.address == number and bp.enabled
+                        and (bp.ah is None or bp.ah == ah) and (bp.al is None or bp.al == al)
+                        and bp.matches(regs, self.memory.mem)):
+                    return self._bp_stop(bp, interrupt={"number": number, "ah": ah, "al": al,
+                                                        "source": "int",
+                                                        "phase": "before_handler"})
+            ctl[S.C_SKIP_INT] = 1
+            return None
+        if reason == S.EXIT_WATCH:
+            access = {"space": "memory", "kind": "read" if ctl[S.C_WATCH_KIND] == 1 else "write",
+                      "address": int(ctl[S.C_WATCH_HIT]), "width": 1,
+                      "value": int(ctl[S.C_WATCH_VALUE]), "old": int(ctl[S.C_WATCH_OLD]),
+                      "cs": int(ctl[S.C_WATCH_CS]), "ip": int(ctl[S.C_WATCH_IP])}
+            ctl[S.C_WATCH_KIND] = 0
+            if access["kind"] == "read":
+                access["old"] = access["value"]
+            wanted = ("mem_read", "mem_access") if access["kind"] == "read" else \
+                ("mem_write", "mem_access")
+            mine = [bp for bp in self.breakpoints.all()
+                    if bp.kind in wanted and bp.enabled
+                    and bp.covers(access["address"], access["address"])]
+            if not mine:
+                if any(bp.kind.startswith("mem_") for bp in self.breakpoints.all()):
+                    return None         # the other direction of an armed byte
+                return self._stop("breakpoint", access=access, detail=dict(access))
+            for bp in sorted(mine, key=lambda b: b.internal):
+                if bp.matches(cpu.regs, self.memory.mem):
+                    return self._bp_stop(bp, access=access)
+            return None
+        if reason == S.EXIT_HALT:
+            if not cpu.regs[S.FLAGS] & S.F_IF and not ctl[S.C_NMI]:
+                return self._stop("halt")
+            return None
+        if reason == S.EXIT_STEP:
+            return self._stop("step")
+        if reason == S.EXIT_FAULT:
+            op = int(ctl[S.C_EXIT_VALUE])
+            return self._stop("fault", detail={
+                "opcode": op, "message": f"the core has no decoder for opcode {op:02X}h "
+                                         f"at {int(cpu.regs[S.CS]):04X}:{int(cpu.regs[S.IP]):04X}"})
+        raise MachineError(f"unexpected CPU exit {reason}")
+
+    def _match_io(self, port, width, direction):
+        wanted = ("io_read", "io_access") if direction == "read" else ("io_write", "io_access")
+        for bp in sorted(self.breakpoints.all(), key=lambda b: b.internal):
+            if (bp.kind in wanted and bp.enabled and bp.covers(port, port + width - 1)
+                    and bp.matches(self.cpu.regs, self.memory.mem)):
+                return bp
+        return None
+
+    def _bp_stop(self, bp, **fields):
+        if bp.oneshot or bp.internal:
+            self.breakpoints._bps.pop(bp.id, None)
+            self.breakpoints.rearm()
+        kind = getattr(bp, "stop_kind", None) or "breakpoint"
+        return self._stop(kind, breakpoint=bp, **fields)
+
+    def _arm_resume(self):
+        """Resuming from CS:IP lets its own execution or INT breakpoint
+        through once (the stop that brought us here must not repeat)."""
+        cpu = self.cpu
+        ctl = cpu.ctl
+        pc = cpu.pc
+        ctl[S.C_SKIP_BP] = 1 if self.memory.xflags[pc] & S.XF_BREAKPOINT else 0
+        ctl[S.C_SKIP_INT] = 0
+        if any(ctl[S.C_INT_MASK + i] for i in range(4)):
+            cs, ip = int(cpu.regs[S.CS]), int(cpu.regs[S.IP])
+            code = self.memory.mem
+            k = 0
+            while k < 16 and int(code[((cs << 4) + ((ip + k) & 0xFFFF)) & 0xFFFFF]) in _PREFIXES:
+                k += 1
+            op = int(code[((cs << 4) + ((ip + k) & 0xFFFF)) & 0xFFFFF])
+            if op in (0xCC, 0xCD, 0xCE):
+                ctl[S.C_SKIP_INT] = 1
+
+    def _after_run(self, pc_before):
+        # a skip that was not used (an interrupt came first) must not let a
+        # later breakpoint through
+        cpu = self.cpu
+        if cpu.pc != pc_before:
+            cpu.ctl[S.C_SKIP_BP] = 0
+            cpu.ctl[S.C_SKIP_INT] = 0
+
     def run_for(self, cycles):
-        """Run ``cycles`` emulated cycles (or until a breakpoint, watch or
-        step stop).  Returns a Stop."""
+        """Run ``cycles`` emulated cycles, or until a breakpoint, a halt, a
+        pause request or a fault.  Returns a Stop."""
         return self.run_until_cycle(self.clock() + int(cycles))
 
     def run_until_cycle(self, target):
+        """Run until emulated cycle ``target`` (or an earlier stop)."""
         cpu = self.cpu
         ctl = cpu.ctl
         sched = self.scheduler
-        while True:
-            now = int(ctl[S.C_CYCLES])
-            if now >= target:
-                return Stop("budget", now)
-            reason = cpu.run(sched.next_stop(target))
-            if self.memory.handler_error is not None:
-                raise self.memory.take_handler_error()
-            if reason == S.EXIT_BUDGET or reason == S.EXIT_HALT:
-                sched.pace()
-                continue
-            if self._service_exit(reason):
-                continue
-            if reason == S.EXIT_BREAKPOINT:
-                return Stop("breakpoint", self.clock(), {"address": cpu.pc})
-            if reason == S.EXIT_WATCH:
-                detail = {"address": int(ctl[S.C_WATCH_HIT]),
-                          "access": "read" if ctl[S.C_WATCH_KIND] == 1 else "write",
-                          "value": int(ctl[S.C_WATCH_VALUE]), "old": int(ctl[S.C_WATCH_OLD]),
-                          "cs": int(ctl[S.C_WATCH_CS]), "ip": int(ctl[S.C_WATCH_IP])}
-                ctl[S.C_WATCH_KIND] = 0
-                return Stop("watch", self.clock(), detail)
-            if reason == S.EXIT_STEP:
-                return Stop("step", self.clock())
-            raise MachineError(f"unexpected CPU exit {reason}")
+        self._arm_resume()
+        pc_before = cpu.pc
+        try:
+            while True:
+                if self._pause.is_set():
+                    self._pause.clear()
+                    return self._stop("pause")
+                now = int(ctl[S.C_CYCLES])
+                if now >= target:
+                    return self._stop("budget")
+                reason = cpu.run(sched.next_stop(min(target, now + self.SLICE_CYCLES)))
+                if self.memory.handler_error is not None:
+                    raise self.memory.take_handler_error()
+                if reason == S.EXIT_BUDGET:
+                    sched.pace()
+                    continue
+                stop = self._handle_exit(reason)
+                if reason == S.EXIT_HALT:
+                    sched.pace()
+                if stop is not None:
+                    return stop
+        finally:
+            self._after_run(pc_before)
 
     def run_seconds(self, seconds):
         return self.run_for(int(seconds * CPU_HZ))
 
+    def request_pause(self):
+        """Make the run in progress (or the next one) return
+        ``Stop("pause")`` at the next instruction boundary it reaches; safe
+        to call from any thread."""
+        self._pause.set()
+
+    def cancel_pause(self):
+        self._pause.clear()
+
     def step(self, record=False):
-        """One Tick: execute one instruction, or enter a pending interrupt, or
-        run one firmware service.  Port I/O is answered as in a run; an IN
-        answered by Python completes within the same step."""
+        """One Tick: execute one instruction (into INT handlers), or enter a
+        pending interrupt, or run one firmware service, or let a halted CPU
+        wait for the next device event.  Port I/O is answered as in a run; an
+        IN answered by Python completes within the same step.  A breakpoint
+        at CS:IP is stepped over (that is what resuming means); a memory or
+        I/O breakpoint hit by the instruction makes the stop a breakpoint."""
         cpu = self.cpu
-        if record:
+        ctl = cpu.ctl
+        recording = record and not (self.trace.active and self.trace.effects)
+        if recording:
             cpu.begin_record()
+        self._arm_resume()
+        pc_before = cpu.pc
         try:
-            cpu.ctl[S.C_STEP] = 1
+            ctl[S.C_STEP] = 1
             while True:
                 # a halted CPU waits at most until the next device event
                 reason = cpu.run(self.scheduler.next_stop(self.clock() + CPU_HZ))
-                self._service_exit(reason)
-                if reason != S.EXIT_IO_IN:
-                    break
+                if self.memory.handler_error is not None:
+                    raise self.memory.take_handler_error()
+                if reason in (S.EXIT_BUDGET, S.EXIT_STEP):
+                    return self._stop("step")
+                stop = self._handle_exit(reason)
+                if stop is not None:
+                    return stop
+                if reason == S.EXIT_IO_IN or reason == S.EXIT_INT_BREAK:
+                    continue            # the same instruction, now answered
+                return self._stop("step")
         finally:
-            cpu.ctl[S.C_STEP] = 0
-            if record:
+            ctl[S.C_STEP] = 0
+            self._after_run(pc_before)
+            if recording:
                 cpu.end_record()
-        return Stop("step", self.clock())
+
+    def _current_instruction(self):
+        from .cpu.disasm import disassemble
+        cs, ip = int(self.cpu.regs[S.CS]), int(self.cpu.regs[S.IP])
+        code = bytes(int(self.memory.mem[((cs << 4) + ((ip + k) & 0xFFFF)) & 0xFFFFF])
+                     for k in range(16))
+        return disassemble(code, ip, cs)
+
+    def step_over(self, max_cycles=None):
+        """Step, but run a CALL, INT n, INT3, INTO, LOOP/LOOPE/LOOPNE or REP
+        string instruction through to the instruction after it in one run
+        (a temporary internal stop there that never shows in the breakpoint
+        list, which waits for the stack to be back at this depth).  A user
+        breakpoint that hits first ends it early.  ``max_cycles`` (default
+        60 emulated seconds) bounds a call that never returns."""
+        insn = self._current_instruction()
+        if not insn.call_like:
+            return self.step()
+        cs = int(self.cpu.regs[S.CS])
+        sp = int(self.cpu.regs[S.SP])
+        cond = ("and", ("cmp", "eq", ("reg", "cs"), ("num", cs)),
+                ("cmp", "ge", ("reg", "sp"), ("num", sp)))
+        return self._run_to_internal("exec", address=(cs, insn.next_ip), tree=cond,
+                                     stop_kind="step", max_cycles=max_cycles)
+
+    def step_out(self, max_cycles=None):
+        """Run until the current procedure or interrupt handler returns (a
+        RET, RETF or IRET that pops a return address from at or above the
+        current stack pointer), and stop at the caller's next instruction.
+        User breakpoints still hit first."""
+        cpu = self.cpu
+        ss, sp = int(cpu.regs[S.SS]), int(cpu.regs[S.SP])
+        start = (ss << 4) + sp
+        length = min(0x10000 - sp, (1 << 20) - start)
+        bp = self.breakpoints.build("mem_read", start, length=length, internal=True)
+        bp.stop_kind = "step"
+        bp.return_check = True
+        return self._run_with(bp, max_cycles)
+
+    def run_until(self, kind="exec", address=None, condition=None, max_cycles=None, *,
+                  key_wait=False, **fields):
+        """Run until a predicate holds: an execution address (with an
+        optional condition), a memory/I/O access, an INT or IRQ -- the same
+        fields as ``breakpoints.add`` -- returning ``Stop("until")``; or,
+        with ``key_wait=True``, until the guest waits for a key
+        (``Stop("key_wait")``); or, with only a ``condition``, until it holds
+        at an instruction boundary (checked by stepping: slow, about a
+        million instructions a second).  ``max_cycles`` (default 60 emulated
+        seconds) ends it with a budget stop."""
+        limit = self.clock() + int(max_cycles if max_cycles is not None else 60 * CPU_HZ)
+        if key_wait:
+            while self.clock() < limit:
+                if self.waiting_for_key():
+                    return self._stop("key_wait")
+                stop = self.run_until_cycle(min(limit, self.clock() + CPU_HZ // 100))
+                if stop.kind != "budget":
+                    return stop
+            return self._stop("budget")
+        if address is None and fields.get("port") is None and fields.get("number") is None:
+            if condition is None:
+                raise BreakpointError("run_until needs an address, port, number, "
+                                      "condition or key_wait")
+            from .debugger import evaluate, parse_condition
+            tree = parse_condition(condition)
+            while self.clock() < limit:
+                if evaluate(tree, self.cpu.regs, self.memory.mem):
+                    return self._stop("until")
+                stop = self.step()
+                if stop.kind != "step":
+                    return stop
+            return self._stop("budget")
+        bp = self.breakpoints.build(kind, address, condition=condition, internal=True, **fields)
+        bp.stop_kind = "until"
+        return self._run_with(bp, max_cycles)
+
+    def _run_to_internal(self, kind, address, tree, stop_kind, max_cycles):
+        bp = self.breakpoints.build(kind, address, internal=True)
+        bp.condition = tree
+        bp.stop_kind = stop_kind
+        return self._run_with(bp, max_cycles)
+
+    def _run_with(self, bp, max_cycles):
+        table = self.breakpoints
+        bp.id = table._next_id
+        table._next_id += 1
+        table._bps[bp.id] = bp
+        table.rearm()
+        try:
+            limit = self.clock() + int(max_cycles if max_cycles is not None else 60 * CPU_HZ)
+            while True:
+                stop = self.run_until_cycle(limit)
+                if getattr(bp, "return_check", False) and stop.breakpoint is bp:
+                    # a read inside the watched stack: was it the return?
+                    a = stop.access
+                    code = int(self.memory.mem[((a["cs"] << 4) + a["ip"]) & 0xFFFFF])
+                    if code in _RETURNS:
+                        return self._stop("step")
+                    table._bps[bp.id] = bp        # not the return: keep watching
+                    table.rearm()
+                    continue
+                return stop
+        finally:
+            table._bps.pop(bp.id, None)
+            table.rearm()
+
+    def disassemble(self, cs=None, ip=None, count=1):
+        """``count`` instructions from CS:IP (default: the current one),
+        fetched as the CPU would (wrapping inside CS)."""
+        from .cpu.disasm import disassemble_range
+        cs = int(self.cpu.regs[S.CS]) if cs is None else int(cs)
+        ip = int(self.cpu.regs[S.IP]) if ip is None else int(ip)
+        mem = self.memory.mem
+        return disassemble_range(lambda a: int(mem[a & 0xFFFFF]), cs, ip, count)
 
     # ------------------------------------------------------------------
     # screen and input
@@ -470,6 +765,11 @@ class Machine:
     @property
     def emulated_seconds(self):
         return self.clock() / CPU_HZ
+
+
+_PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
+# RET imm, RET, RETF imm, RETF (and their 8088 aliases C0h/C1h, C8h/C9h), IRET
+_RETURNS = frozenset((0xC0, 0xC1, 0xC2, 0xC3, 0xC8, 0xC9, 0xCA, 0xCB, 0xCF))
 
 
 def _check_distinct_images(drives):

@@ -42,7 +42,8 @@ from .state import (
     C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_SKIP_BP,
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
     C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
-    C_REP_RESUME,
+    C_REP_RESUME, C_TRACE, C_TRACE_N, C_SKIP_INT, C_INT_MASK, C_IOW_N, C_IOW,
+    TR_CYCLES, TR_CSIP, TR_BYTES, TR_REGS, TR_EFFECT, EXIT_INT_BREAK,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
     PG_READONLY, PG_WATCH_R,
@@ -87,6 +88,7 @@ ST_IO_OUT = 2     # executed an OUT to a Python port; exit after bookkeeping
 ST_HALT = 3       # executed HLT
 ST_INHIBIT = 4    # executed; interrupts are held off for one instruction
 ST_FAULT = 5      # an opcode this core does not decode (a bug): not executed
+ST_INT_BREAK = 6  # a software INT the debugger watches: not executed
 # A code segment made only of prefixes would keep the prefix loop going for
 # ever (the 8088 takes no interrupt between a prefix and its instruction, so
 # it really would spin).  After one full lap of the segment the core lets
@@ -100,12 +102,13 @@ MAX_PREFIXES = 0x10000
 
 @njit(**JIT)
 def _record(ctl, eff, kind, a, v, extra):
+    # a ring: the latest effects win (Python knows how many were lost)
     n = ctl[C_EFFECTS]
-    if n < eff.shape[0]:
-        eff[n, 0] = kind
-        eff[n, 1] = a
-        eff[n, 2] = v
-        eff[n, 3] = extra
+    row = n % eff.shape[0]
+    eff[row, 0] = kind
+    eff[row, 1] = a
+    eff[row, 2] = v
+    eff[row, 3] = extra
     ctl[C_EFFECTS] = n + 1
 
 
@@ -1276,15 +1279,25 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         regs[CS] = pop_c(regs, mem, pf, xf, ctl, eff)
         regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
         return (34 if op & 1 else 33), ST_OK
-    if op == 0xCC:                 # INT 3
-        return 1 + interrupt(regs, mem, pf, xf, ctl, eff, 3, ip), ST_OK
-    if op == 0xCD:                 # INT imm8
-        v = np.int64(mem[(csb + ip) & M20])
-        ip = (ip + 1) & 0xFFFF
-        return interrupt(regs, mem, pf, xf, ctl, eff, v, ip), ST_OK
-    if op == 0xCE:                 # INTO
-        if fl & F_OF:
-            return 2 + interrupt(regs, mem, pf, xf, ctl, eff, 4, ip), ST_OK
+    if op == 0xCC or op == 0xCD or (op == 0xCE and fl & F_OF):   # INT 3, INT n, INTO
+        if op == 0xCC:
+            v = np.int64(3)
+            extra = 1
+        elif op == 0xCD:
+            v = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            extra = 0
+        else:
+            v = np.int64(4)
+            extra = 2
+        if (ctl[C_INT_MASK + (v >> 6)] >> (v & 63)) & 1:
+            # the debugger stops before this INT's handler (once per resume)
+            if ctl[C_SKIP_INT] == 0:
+                ctl[C_EXIT_VALUE] = v
+                return 0, ST_INT_BREAK
+            ctl[C_SKIP_INT] = 0
+        return extra + interrupt(regs, mem, pf, xf, ctl, eff, v, ip), ST_OK
+    if op == 0xCE:                 # INTO, no overflow
         regs[IP] = ip
         return 4, ST_OK
     if op == 0xCF:                 # IRET
@@ -1347,7 +1360,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             if fast_port_write(pk, pio, port, v, now, w):
                 # a stamp, one-shot or compiled-handler port: no exit
                 return cyc, ST_OK
-            if pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0):
+            if (pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
+                    or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 2))):
                 ctl[C_EXIT_PORT] = port
                 ctl[C_EXIT_VALUE] = v
                 ctl[C_EXIT_WIDTH] = 1 + w
@@ -1355,7 +1369,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             return cyc, ST_OK
         python_port = (pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
                        or timer_stale(pk, pio, port, now)
-                       or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now)))
+                       or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now))
+                       or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 1)))
         # IN
         if ctl[C_IO_READY] != 0:
             # Python answered this IN after an exit: its value stands, even if
@@ -1491,13 +1506,53 @@ def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
 
 
 # ---------------------------------------------------------------------------
+# the debugger's helpers: watched port ranges, the instruction trace
+# ---------------------------------------------------------------------------
+
+@njit(**JIT)
+def io_watched(ctl, port, w, direction):
+    """True when ``port`` (and ``port + 1`` for a word) meets a watched range
+    for ``direction`` (1 read, 2 write): the access goes through Python,
+    where the debugger's I/O breakpoints look at it."""
+    last = port + w
+    for i in range(ctl[C_IOW_N]):
+        r = ctl[C_IOW + i]
+        if (r >> 32) & direction and last >= (r & 0xFFFF) and port <= ((r >> 16) & 0xFFFF):
+            return True
+    return False
+
+
+@njit(**JIT)
+def trace_record(regs, mem, ctl, eff, trc, mode, csb, ip, cycles):
+    """One trace record for the instruction at CS:ip (before it runs)."""
+    n = ctl[C_TRACE_N]
+    row = n % trc.shape[0]
+    trc[row, TR_CYCLES] = cycles
+    trc[row, TR_CSIP] = ((csb >> 4) << 16) | ip
+    b = np.int64(0)
+    for k in range(8):
+        b |= np.int64(mem[(csb + ((ip + k) & 0xFFFF)) & M20]) << (8 * k)
+    trc[row, TR_BYTES] = b
+    if mode & 2:
+        for k in range(4):
+            trc[row, TR_REGS + k] = (np.int64(regs[4 * k]) | (np.int64(regs[4 * k + 1]) << 16)
+                                     | (np.int64(regs[4 * k + 2]) << 32)
+                                     | (np.int64(regs[4 * k + 3]) << 48))
+    trc[row, TR_EFFECT] = ctl[C_EFFECTS]
+    ctl[C_TRACE_N] = n + 1
+
+
+# ---------------------------------------------------------------------------
 # the run loop
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def run(regs, mem, pf, xf, ctl, eff, pk, pio):
-    """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*."""
+def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
+    """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*.
+    ``trc`` is the instruction trace ring (int64[capacity, TRACE_WORDS]),
+    written while C_TRACE is set."""
     r8 = regs.view(np.uint8)
+    tracing = ctl[C_TRACE]
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
     insns = ctl[C_INSTRUCTIONS]
@@ -1544,6 +1599,8 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 else:
                     exit_reason = EXIT_BREAKPOINT
                     break
+        if tracing and not io_resume:
+            trace_record(regs, mem, ctl, eff, trc, tracing, csb, ip0, cycles)
         tf = regs[FLAGS] & F_TF
         # ---------------- prefixes ----------------
         ip = ip0
@@ -1766,6 +1823,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             if status == ST_FAULT:
                 regs[IP] = ip0
                 exit_reason = EXIT_FAULT
+                break
+            if status == ST_INT_BREAK:
+                regs[IP] = ip0
+                exit_reason = EXIT_INT_BREAK
                 break
         if io_resume:
             # an answered IN was due here; if IP was moved meanwhile the

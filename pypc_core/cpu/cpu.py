@@ -29,6 +29,8 @@ class Cpu:
         self.port_kind = port_kind if port_kind is not None else np.zeros(65536, dtype=np.uint8)
         self.port_io = port_io if port_io is not None else np.zeros(S.PIO_SIZE, dtype=np.int64)
         self.effects = np.zeros((S.MAX_EFFECTS, 4), dtype=np.int64)
+        # the instruction trace ring (one unused row while no trace runs)
+        self.trace_buf = np.zeros((1, S.TRACE_WORDS), dtype=np.int64)
         self.r = Registers(self.regs)
 
     # -- running ------------------------------------------------------------
@@ -36,7 +38,8 @@ class Cpu:
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
         self.ctl[S.C_DEADLINE] = until_cycle
         return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                        self.ctl, self.effects, self.port_kind, self.port_io)
+                        self.ctl, self.effects, self.port_kind, self.port_io,
+                        self.trace_buf)
 
     def step(self, record=False, budget=1 << 62):
         """Execute exactly one instruction (a whole REP string instruction

@@ -68,7 +68,23 @@ C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
 C_WATCH_CS = 25       # CS of the instruction that hit the watch
 C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
-C_SIZE = 32
+# the debugger's words (see pypc_core/debugger.py)
+C_TRACE = 32          # instruction trace: bit 0 on, bit 1 with registers, bit 2 with effects
+C_TRACE_N = 33        # trace records written so far (the ring index is this mod capacity)
+C_SKIP_INT = 34       # 1: let the INT at CS:IP through its breakpoint once (resume)
+C_INT_MASK = 36       # 4 words: bit n set = stop before software INT n (EXIT_INT_BREAK)
+C_IOW_N = 40          # number of watched port ranges below
+C_IOW = 41            # 8 words: lo | hi << 16 | (1 read, 2 write) << 32: such ports exit
+IOW_MAX = 8
+C_SIZE = 64
+
+# --- instruction trace records (np.int64[capacity, TRACE_WORDS]) -----------
+TR_CYCLES = 0         # cycle the instruction started at
+TR_CSIP = 1           # CS << 16 | IP
+TR_BYTES = 2          # the 8 bytes at CS:IP (wrapping in CS), little-endian packed
+TR_REGS = 3           # 4 words: AX..DI, ES..FLAGS as 16-bit fields (with registers)
+TR_EFFECT = 7         # effect count (C_EFFECTS) before the instruction (with effects)
+TRACE_WORDS = 8
 
 # --- exit reasons -----------------------------------------------------------
 EXIT_NONE = 0
@@ -82,11 +98,13 @@ EXIT_HALT = 7         # HLT with interrupts disabled and nothing pending
 EXIT_WATCH = 8        # memory watch hit (instruction completed)
 EXIT_IRQ = 9          # INTR asserted with IF=1: Python must acknowledge and call interrupt()
 EXIT_FAULT = 10       # an opcode the core failed to decode (a core bug; C_EXIT_VALUE = opcode)
+EXIT_INT_BREAK = 11   # software INT n with bit n of C_INT_MASK (not executed; C_EXIT_VALUE = n)
 
 EXIT_NAMES = {
     EXIT_NONE: "none", EXIT_BUDGET: "budget", EXIT_IO_IN: "io_in",
     EXIT_IO_OUT: "io_out", EXIT_BREAKPOINT: "breakpoint", EXIT_TRAP: "trap",
     EXIT_STEP: "step", EXIT_HALT: "halt", EXIT_WATCH: "watch", EXIT_IRQ: "irq", EXIT_FAULT: "fault",
+    EXIT_INT_BREAK: "int_break",
 }
 
 # --- per-page flags (4 KiB pages, 256 of them) ------------------------------
@@ -126,15 +144,6 @@ MAX_EFFECTS = 4096
 
 MEM_SIZE = 1 << 20
 
-
-def new_regs():
-    regs = np.zeros(REGS_SIZE, dtype=np.uint16)
-    regs[FLAGS] = FLAGS_FIXED_ONES
-    return regs
-
-
-def new_ctl():
-    return np.zeros(C_SIZE, dtype=np.int64)
 # --- ports answered inside the core -----------------------------------------
 # ``port_kind`` (uint8[65536]) says how the core answers each port; ``port_io``
 # (int64[PIO_SIZE]) holds, at ``port_io[port]``, the value of a PORT_VALUE
@@ -189,3 +198,12 @@ ONESHOT_WORDS_EACH = 3
 K_FN, K_CTX = 0, 1
 CALL_WORDS = 2
 
+
+def new_regs():
+    regs = np.zeros(REGS_SIZE, dtype=np.uint16)
+    regs[FLAGS] = FLAGS_FIXED_ONES
+    return regs
+
+
+def new_ctl():
+    return np.zeros(C_SIZE, dtype=np.int64)
