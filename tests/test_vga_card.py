@@ -315,3 +315,37 @@ def test_state_round_trip_and_bad_state():
     with pytest.raises(ValueError, match="VGA state"):
         w.set_state(dict(state, planes="not base64!"))
     assert w.get_state() == before
+
+
+def test_pel_panning_and_preset_row_scan():
+    v = VGA()
+    set_mode(v, 0x13)
+    dac_set(v, 1, (63, 63, 63))
+    v.planes[1, 0] = 1                         # pixel (1, 0)
+    v.planes[0, 4] = 1                         # pixel (4, 0)
+    assert np.argwhere(v.frame()[0].any(axis=1)).ravel().tolist() == [1, 4]
+    v.port_read(0x3DA)
+    v.port_write(0x3C0, 0x33)
+    v.port_write(0x3C0, 0x02)                  # 256 colours: 2 = one pixel
+    assert np.argwhere(v.frame()[0].any(axis=1)).ravel().tolist() == [0, 3]
+    v.port_write(0x3C0, 0x33)
+    v.port_write(0x3C0, 0x06)                  # three pixels
+    v.planes[0, 4 * 80] = 1                    # the clock after the line: "pixel 320"
+    assert np.argwhere(v.frame()[0].any(axis=1)).ravel().tolist() == [1, 317]
+    # text, 9 dots: AC 13h = 0 moves the picture one dot left, 8 is none
+    t = text_card(0xDB, 0x07)
+    glyph = FONT_8X16[0xDB * 16:0xDB * 16 + 16]
+    plain = t.frame(0).copy()
+    t.port_read(0x3DA)
+    t.port_write(0x3C0, 0x33)
+    t.port_write(0x3C0, 0x00)
+    moved = t.frame(0)
+    assert (moved[:, :719] == plain[:, 1:]).all()
+    t.port_write(0x3C0, 0x33)
+    t.port_write(0x3C0, 0x08)
+    assert (t.frame(0) == plain).all()
+    # preset row scan 4: the first text row starts at glyph line 4
+    t.port_write(0x3D4, 0x08)
+    t.port_write(0x3D5, 0x04)
+    lit = [bool(row.any()) for row in t.frame(0)[0:12, 0:8]]
+    assert lit == [bool(glyph[y + 4]) for y in range(12)]

@@ -45,9 +45,10 @@ Rendering (``frame()``)
     The picture is returned at the mode's own resolution: a line the CRTC
     repeats (double scan, or a graphics row of several identical scan lines)
     is given once, so mode 13h is 320x200, mode 12h 640x480 and mode 3
-    720x400.  Not modelled: horizontal pel panning, preset row scan, cursor
-    skew, the underline location in colour text modes, 9-dot modes' pixel
-    panning, split-screen pel panning compatibility.
+    720x400.  Horizontal pel panning (AC 13h, with the split-screen
+    compatibility bit of AC 10h) and the preset row scan (CRTC 8) shift the
+    picture as on the card.  Not modelled: cursor skew and the byte-panning
+    bits of CRTC 8, the underline outside monochrome text.
 """
 
 import numpy as np
@@ -536,7 +537,8 @@ class VGA(Device):
         return addr
 
     def _scanlines(self):
-        """Per displayed native line: (row start MA, row scan) arrays."""
+        """Per displayed native line: (row start MA, row scan, below the
+        split) arrays."""
         r = self.crtc
         t = self._timing()
         vde = t["vdisp_lines"]
@@ -547,6 +549,7 @@ class VGA(Device):
         line = np.arange(vde, dtype=np.int64)
         split = line > lc
         rel = np.where(split, line - (lc + 1), line) // dbl
+        rel = np.where(split, rel, rel + (r[8] & 0x1F))       # preset row scan
         row = rel // msl
         ra = rel % msl
         base = np.where(split, 0, self.start_address())
@@ -557,11 +560,34 @@ class VGA(Device):
         if lc < vde and step > 1:
             # a split screen may not fall on a step: keep every line
             step = 1 if (lc + 1) % step else step
-        return ma[::step], ra[::step]
+        return ma[::step], ra[::step], split[::step]
+
+    def _pan(self, split):
+        """Per line, the horizontal pel panning in pixels (AC 13h); lines
+        below a split are not panned when AC 10h bit 5 says so."""
+        v = self.ac[0x13] & 0x0F
+        if not self.is_graphics():
+            pan = (v + 1) % 9 if not self.seq[1] & 1 else v & 7
+        elif self.ac[0x10] & 0x40 or self.gc[5] & 0x40:
+            pan = (v >> 1) & 3
+        else:
+            pan = v & 7
+        lines = np.full(len(split), pan, dtype=np.int64)
+        if self.ac[0x10] & 0x20:
+            lines[split] = 0
+        return lines
+
+    @staticmethod
+    def _panned(img, pan, width):
+        """``img`` (lines, width + one character) shifted left by ``pan``."""
+        if not pan.any():
+            return img[:, :width]
+        idx = pan[:, None] + np.arange(width)[None, :]
+        return np.take_along_axis(img, idx, axis=1)
 
     def resolution(self):
         """(width, height) of ``frame()``."""
-        ma, _ = self._scanlines()
+        ma, _, _ = self._scanlines()
         chars = self.crtc[1] + 1
         if not self.is_graphics():
             return chars * (8 if self.seq[1] & 1 else 9), len(ma)
@@ -629,8 +655,10 @@ class VGA(Device):
         return self.planes[:, addr]
 
     def _render_graphics(self):
-        ma, ra = self._scanlines()
-        chars = self.crtc[1] + 1
+        ma, ra, split = self._scanlines()
+        shown = self.crtc[1] + 1
+        pan = self._pan(split)
+        chars = shown + (1 if pan.any() else 0)
         data = self._fetch(ma, ra, chars)            # 4, lines, chars
         lines = len(ma)
         ac10 = self.ac[0x10]
@@ -638,7 +666,7 @@ class VGA(Device):
         if ac10 & 0x40 or gc5 & 0x40:
             # 256 colours: the four planes give four pixels of a character clock
             pix = np.transpose(data, (1, 2, 0)).reshape(lines, chars * 4)
-            return pix
+            return self._panned(pix, pan, shown * 4)
         if gc5 & 0x20:
             # CGA-compatible interleave: plane 0 gives pixels 0-3, plane 1
             # pixels 4-7, 2 bits each (planes 2/3 likewise for bits 2-3)
@@ -651,7 +679,7 @@ class VGA(Device):
             bits = (data[:, :, :, None] >> _BIT_SHIFTS) & 1   # 4, lines, chars, 8
             values = (bits[0] | (bits[1] << 1) | (bits[2] << 2) | (bits[3] << 3))
             values = values.reshape(lines, chars * 8)
-        return self.attribute_lut()[values]
+        return self.attribute_lut()[self._panned(values, pan, shown * 8)]
 
     def font_offsets(self):
         """Plane-2 offsets of character maps A and B (sequencer 3)."""
@@ -664,8 +692,10 @@ class VGA(Device):
         return off(a), off(b)
 
     def _render_text(self, frame):
-        ma, ra = self._scanlines()
-        chars = self.crtc[1] + 1
+        ma, ra, split = self._scanlines()
+        shown = self.crtc[1] + 1
+        pan = self._pan(split)
+        chars = shown + (1 if pan.any() else 0)
         data = self._fetch(ma, ra * 0, chars)        # row scan does not move text
         ch = data[0].astype(np.int64)
         at = data[1].astype(np.int64)
@@ -697,14 +727,14 @@ class VGA(Device):
         if not r[0x0A] & 0x20 and cstart <= cend and cursor_on:
             cpos = (r[0x0E] << 8) | r[0x0F]
             col = cpos - ma[:, None]
-            hit = (col >= 0) & (col < chars) & (ra >= cstart)[:, None] & (ra <= cend)[:, None]
+            hit = (col >= 0) & (col < shown) & (ra >= cstart)[:, None] & (ra <= cend)[:, None]
             lines_hit, = np.nonzero(hit.any(axis=1))
             if len(lines_hit):
                 cols = col[lines_hit, 0] if col.ndim == 2 else col[lines_hit]
                 bits[lines_hit, cols, :] = 1
         values = np.where(bits == 1, fg[:, :, None], bg[:, :, None])
         values = values.reshape(len(ma), chars * width)
-        return self.attribute_lut()[values]
+        return self.attribute_lut()[self._panned(values, pan, shown * width)]
 
     # -- text for people and tests ---------------------------------------------------------
     def _text_cells(self, start=None, rows=None):
