@@ -711,10 +711,8 @@ class Dos:
         if word == 0x0000:
             return 0x03                      # Ctrl-Break
         ch = word & 0xFF
-        if ch == 0 or ch == 0xE0 and word >> 8:
-            if ch == 0:
-                self.pending_scan = word >> 8
-            return 0 if ch == 0 else ch
+        if ch == 0:
+            self.pending_scan = word >> 8     # an extended key: 00h, then its code
         return ch
 
     def ctrl_c(self, r):
@@ -890,7 +888,7 @@ class Dos:
                 line = self.line_input(126)
                 if line is None:
                     return None
-                if line == b"\x03" and self.break_flag is not None:
+                if line == b"\x03":
                     return self.ctrl_c(r)
                 self.con_write(b"\n")
                 self.con_pending = line + b"\r\n"
@@ -1379,7 +1377,7 @@ class Dos:
         for i, off in enumerate((6, 10)):
             fo, fs = self.mem.rw(block + off), self.mem.rw(block + off + 2)
             if fs or fo:
-                self.mem.write(linear(psp, 0x5C + 16 * i), self.mem.read(linear(fs, fo), 16 if i == 0 else 16))
+                self.mem.write(linear(psp, 0x5C + 16 * i), self.mem.read(linear(fs, fo), 16))
         caller_seg, caller_off = self._caller(r)
         base = linear(psp, 0)
         self.mem.ww(base + 0x0A, caller_off)
