@@ -80,7 +80,7 @@ main:
         in al, dx
         xor ah, ah
         res 1
-        outb 0x3C0, 0x00            ; AC 13h (pel panning) := 0
+        outb 0x3C0, 0x08            ; AC 13h (pel panning) := 08h, mode 3's
         mov dx, 0x3DA
         in al, dx
         outb 0x3C0, 0x32
