@@ -3,7 +3,9 @@ live in the terminal (rich) or headless for scripts and agents."""
 
 import os
 import select
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
@@ -104,6 +106,109 @@ def run(args):
         machine.close()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_GRACE_S = 1.0
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP during a run (``with StopSignals() as
+    stop``): the handler only notes the signal (``stop.signum``); the run
+    loop checks it after every slice, stops, and pypc exits with
+    128 + the signal number (130 for SIGINT).
+
+    The core returns to Python after a bounded slice, so the loop notices
+    at once.  Should it ever not (a core fault), a watchdog thread, woken
+    through ``signal.set_wakeup_fd`` even while the main thread is inside
+    the compiled core (which releases the GIL), calls ``on_force`` (the live
+    view restores the terminal there) and ends the process after
+    ``STOP_GRACE_S`` seconds.  ``stop.stopped()`` tells the watchdog that
+    the loop has regained control."""
+
+    def __init__(self, on_force=None, grace_s=STOP_GRACE_S):
+        self.signum = None
+        self.on_force = on_force
+        self.grace_s = grace_s
+        self._done = threading.Event()
+        self._closing = False
+
+    def __enter__(self):
+        self._active = threading.current_thread() is threading.main_thread()
+        if not self._active:
+            return self                 # signals reach the main thread only
+        self._old = {sig: signal.signal(sig, self._note) for sig in STOP_SIGNALS}
+        self._rfd, self._wfd = os.pipe()
+        os.set_blocking(self._rfd, False)
+        os.set_blocking(self._wfd, False)
+        self._old_wakeup = signal.set_wakeup_fd(self._wfd, warn_on_full_buffer=False)
+        self._thread = threading.Thread(target=self._watch, name="pypc-stop-watchdog",
+                                        daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._closing = True
+        if not self._active:
+            return
+        signal.set_wakeup_fd(self._old_wakeup)
+        try:
+            os.write(self._wfd, b"\0")          # wake the watchdog so it ends
+        except OSError:
+            pass
+        self._thread.join(timeout=5)
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+        os.close(self._rfd)
+        os.close(self._wfd)
+
+    def _note(self, signum, frame):
+        if self.signum is None:
+            self.signum = signum
+
+    def stopped(self):
+        """The run loop has seen the signal and stopped running the guest."""
+        self._done.set()
+
+    @property
+    def exit_code(self):
+        return 128 + int(self.signum)
+
+    def _watch(self):
+        wanted = {int(s) for s in STOP_SIGNALS}
+        while not self._closing:
+            select.select([self._rfd], [], [])
+            try:
+                data = os.read(self._rfd, 64)
+            except BlockingIOError:
+                continue
+            if self._closing:
+                return
+            got = [b for b in data if b in wanted]
+            if not got:
+                continue                        # another signal (SIGWINCH ...)
+            if self._done.wait(self.grace_s):
+                return
+            if self.on_force is not None:
+                try:
+                    self.on_force()
+                except Exception:
+                    pass
+            try:
+                os.write(2, b"pypc: interrupted; the run did not stop within "
+                            b"1 s, so the process ends here\n")
+            except OSError:
+                pass
+            os._exit(128 + got[0])
+
+
+def interrupted(stop):
+    """The message and exit status of a run ended by a signal."""
+    name = signal.Signals(stop.signum).name
+    sys.stderr.write("pypc: interrupted\n" if stop.signum == signal.SIGINT
+                     else f"pypc: stopped by {name}\n")
+    return stop.exit_code
+
+
 def type_chunks(text):
     """``--type`` text split after each Enter: every line is typed when the
     guest waits for input again, so type-ahead never overflows the BIOS's
@@ -165,24 +270,30 @@ class TypingReadiness:
 
 
 def run_headless(machine, args):
-    """Exit 0 when ``--until-text`` appears (or the timeout passes without
-    one being asked for), 1 on timeout; then print the text screen."""
+    """Run until ``--until-text`` appears or ``--timeout`` emulated seconds
+    (default 60) pass, then print the text screen.  Exit 0, or 1 when
+    ``--until-text`` was asked for and never appeared; a signal ends the
+    run at once with 128 + its number (130 for Ctrl-C)."""
     timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
     end = machine.clock() + int(timeout * CPU_HZ)
     typist = Typist(machine, unescape(args.type) if args.type is not None else "",
                     getattr(args, "type_after", None))
     found = False
     frame = int(FRAME_S * CPU_HZ)
-    while True:
-        typist.frame()
-        if args.until_text and machine.screen_contains(args.until_text):
-            # text typed later may not be on screen yet; keep going only
-            # until what was asked for is there
-            found = True
-            break
-        if machine.clock() >= end:
-            break
-        machine.run_until_cycle(min(end, machine.clock() + frame))
+    with StopSignals() as stop:
+        while True:
+            if stop.signum is not None:
+                stop.stopped()
+                return interrupted(stop)
+            typist.frame()
+            if args.until_text and machine.screen_contains(args.until_text):
+                # text typed later may not be on screen yet; keep going only
+                # until what was asked for is there
+                found = True
+                break
+            if machine.clock() >= end:
+                break
+            machine.run_until_cycle(min(end, machine.clock() + frame))
     if args.screenshot:
         write_screenshot(machine, args.screenshot)
     print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
@@ -264,6 +375,33 @@ def render_graphics(rgb, width, height):
         if r != rows - 1:
             text.append("\n")
     return text
+
+
+# Control bytes without a letter key (Ctrl-A .. Ctrl-Z come from scancodes)
+_CTRL_PUNCT = {"\x00": 0x03, "\x1c": 0x2B, "\x1e": 0x07, "\x1f": 0x0C}   # @/2 \ 6 -
+
+# The escape key of the live view (telnet's): Ctrl-] and then a command key.
+ESCAPE_BYTE = "\x1d"
+ESCAPE_NAME = "Ctrl-]"
+_CTRL = scancodes.CTRL
+_BRK = scancodes.BREAK
+
+
+def _ctrl_with(code):
+    return [_CTRL, code, code | _BRK, _CTRL | _BRK]
+
+
+# command key after Ctrl-] -> (what it does, scan codes to send or None to quit)
+ESCAPE_COMMANDS = {
+    "q": ("quit pypc", None),
+    "b": ("send Ctrl-Break", _ctrl_with(0x46)),                   # Ctrl + Scroll Lock
+    "d": ("send Ctrl-Alt-Del", [_CTRL, scancodes.ALT, 0x53, 0x53 | _BRK,
+                                scancodes.ALT | _BRK, _CTRL | _BRK]),
+    "]": ("send Ctrl-] itself", _ctrl_with(0x1B)),
+}
+ESCAPE_COMMANDS[ESCAPE_BYTE] = ESCAPE_COMMANDS["]"]
+ESCAPE_HELP = (f"{ESCAPE_NAME} q quits, {ESCAPE_NAME} b Ctrl-Break, "
+               f"{ESCAPE_NAME} d Ctrl-Alt-Del, {ESCAPE_NAME} ] sends {ESCAPE_NAME}")
 
 
 def keys_from_terminal(data):
