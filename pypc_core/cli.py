@@ -135,6 +135,14 @@ def add_run_arguments(parser):
     return parser
 
 
+LIVE_KEYS_HELP = (
+    "Live view (without --headless): the guest's screen on the terminal's alternate "
+    "screen, with a status line; every key goes to the guest, Ctrl-C, Ctrl-Z and "
+    "Ctrl-\\ included.  Commands start with Ctrl-]: Ctrl-] q quits, Ctrl-] b sends "
+    "Ctrl-Break, Ctrl-] d sends Ctrl-Alt-Del, Ctrl-] ] sends Ctrl-] itself.  A signal "
+    "(kill -INT) ends any run with exit status 128 + its number (130).")
+
+
 def build_parser():
     parser = _Parser(
         prog="pypc",
@@ -144,7 +152,8 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"pypc {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="build and run a machine (default)",
-                         description="Build an XT with the selected device plugins and run it.")
+                         description="Build an XT with the selected device plugins and run it.",
+                         epilog=LIVE_KEYS_HELP)
     add_run_arguments(run)
     plugins = sub.add_parser("plugins", help="list discovered plugins",
                              description="List the plugins found through entry points "

@@ -338,11 +338,17 @@ def render_rich(machine, width=80, height=25):
         return render_graphics(video.frame(), width, height)
     cells = video.text_page()["cells"]
     for r, row in enumerate(cells):
+        run_style, run = None, []
         for cell in row:
-            fg = _CGA_RICH[cell["foreground"]]
-            bg = _CGA_RICH[cell["background"]]
+            style = f"{_CGA_RICH[cell['foreground']]} on {_CGA_RICH[cell['background']]}"
+            if style != run_style and run:
+                text.append("".join(run), style=run_style)
+                run = []
+            run_style = style
             ch = cell["char"]
-            text.append(ch if ch >= " " else " ", style=f"{fg} on {bg}")
+            run.append(ch if ch >= " " else " ")
+        if run:
+            text.append("".join(run), style=run_style)
         if r != len(cells) - 1:
             text.append("\n")
     return text
@@ -405,7 +411,9 @@ ESCAPE_HELP = (f"{ESCAPE_NAME} q quits, {ESCAPE_NAME} b Ctrl-Break, "
 
 
 def keys_from_terminal(data):
-    """Scan codes for bytes read from a terminal in cbreak mode."""
+    """Scan codes for bytes read from a terminal in raw mode: printable
+    keys, Enter, Backspace, Tab, Esc, the cursor and function key sequences
+    and every control byte (Ctrl-C is Ctrl + C for the guest, not a signal)."""
     codes = []
     i = 0
     while i < len(data):
@@ -423,57 +431,216 @@ def keys_from_terminal(data):
             continue
         if ch == "\x7f":
             ch = "\b"
-        try:
-            codes += scancodes.char_to_strokes(ch)
-        except ValueError:
-            pass
+        if ch in _CTRL_PUNCT:
+            codes += _ctrl_with(_CTRL_PUNCT[ch])
+        else:
+            try:
+                codes += scancodes.char_to_strokes(ch)
+            except ValueError:
+                pass
         i += 1
     return codes
 
 
-def run_live(machine, args):
-    from rich.console import Console
-    from rich.live import Live
-    import termios
-    import tty
+class KeyInput:
+    """Terminal bytes -> scan codes, minus the escape commands: ``feed``
+    returns (scan codes, quit?).  Ctrl-] starts a command; the next byte
+    picks it (ESCAPE_COMMANDS); any other byte cancels it."""
 
-    console = Console()
+    def __init__(self):
+        self.escape = False
+
+    def feed(self, data):
+        codes = []
+        plain = []
+        for ch in data:
+            if self.escape:
+                self.escape = False
+                command = ESCAPE_COMMANDS.get(ch.lower() if ch.isalpha() else ch)
+                if command is None:
+                    continue
+                if command[1] is None:
+                    codes += keys_from_terminal("".join(plain))
+                    return codes, True
+                codes += keys_from_terminal("".join(plain)) + command[1]
+                plain = []
+            elif ch == ESCAPE_BYTE:
+                self.escape = True
+            else:
+                plain.append(ch)
+        return codes + keys_from_terminal("".join(plain)), False
+
+
+# terminal control sequences of the live view
+ENTER_SCREEN = "\x1b[?1049h\x1b[?25l\x1b[?7l\x1b[2J"   # alternate screen, no cursor, no wrap
+LEAVE_SCREEN = "\x1b[0m\x1b[?7h\x1b[?25h\x1b[?1049l"   # and back
+STATUS_STYLE = "\x1b[0;7m"                             # reverse video
+
+
+def ansi_lines(text, width, color_system="truecolor"):
+    """A rich Text as one string of ANSI-styled characters per line, each cut
+    at ``width`` columns (never wrapped).  Each line ends with the erase of
+    the rest of its row, except a line that fills the row: there the cursor
+    sits on the last character, which an erase would remove."""
+    from rich.segment import Segment
+    import io
+    from rich.console import Console
+    console = Console(file=io.StringIO(), force_terminal=True, width=max(1, width),
+                      color_system=color_system)
+    options = console.options.update(width=max(1, width), no_wrap=True, overflow="crop")
+    system = console._color_system
+    lines = []
+    for line in console.render_lines(text, options, pad=False):
+        drawn = "".join(seg.style.render(seg.text, color_system=system)
+                        if seg.style else seg.text for seg in line)
+        erase = "\x1b[K" if Segment.get_line_length(line) < width else ""
+        lines.append(drawn + "\x1b[0m" + erase)
+    return lines
+
+
+class TerminalView:
+    """The live view: the guest screen on the terminal's alternate screen,
+    clipped (text) or scaled (graphics) to the terminal and never wrapped,
+    a status line on the last row, a full redraw after every resize
+    (SIGWINCH); the keyboard in raw mode (no ISIG: Ctrl-C, Ctrl-Z, Ctrl-\\
+    are keys for the guest)."""
+
+    def __init__(self, machine, fd_in, fd_out, color_system=None):
+        self.machine = machine
+        self.fd_in = fd_in
+        self.fd_out = fd_out
+        self.color_system = color_system or _terminal_colors()
+        self.resized = True
+        self.last = None
+        self.saved = None
+        self._old_winch = None
+        self.closed = False
+
+    def open(self):
+        import termios
+        import tty
+        self.saved = termios.tcgetattr(self.fd_in)
+        tty.setraw(self.fd_in)
+        if threading.current_thread() is threading.main_thread():
+            self._old_winch = signal.signal(signal.SIGWINCH, self._on_resize)
+        self._write(ENTER_SCREEN)
+
+    def close(self):
+        """Leave the alternate screen and restore the terminal (also called
+        from the stop watchdog: idempotent)."""
+        if self.closed:
+            return
+        self.closed = True
+        import termios
+        try:
+            self._write(LEAVE_SCREEN)
+        finally:
+            if self.saved is not None:
+                termios.tcsetattr(self.fd_in, termios.TCSADRAIN, self.saved)
+            if (self._old_winch is not None
+                    and threading.current_thread() is threading.main_thread()):
+                signal.signal(signal.SIGWINCH, self._old_winch)
+                self._old_winch = None
+
+    def _on_resize(self, signum, frame):
+        self.resized = True
+
+    def _write(self, text):
+        data = text.encode("utf-8", "replace")
+        while data:
+            n = os.write(self.fd_out, data)
+            data = data[n:]
+
+    def size(self):
+        try:
+            cols, rows = os.get_terminal_size(self.fd_out)
+        except OSError:
+            cols, rows = 80, 25
+        return max(1, cols), max(1, rows)
+
+    def status(self, width):
+        m = self.machine
+        text = f" pypc  {m.emulated_seconds:7.1f} s   {ESCAPE_HELP} "
+        return STATUS_STYLE + text[:width].ljust(width) + "\x1b[0m"
+
+    def draw(self):
+        """Draw the screen; everything after a resize, else only when
+        something changed."""
+        cols, rows = self.size()
+        full = self.resized
+        self.resized = False
+        screen_rows = rows - 1
+        out = []
+        if full:
+            out.append("\x1b[0m\x1b[2J")
+            self.last = None
+        if screen_rows > 0:
+            lines = ansi_lines(render_rich(self.machine, cols, screen_rows), cols,
+                               self.color_system)[:screen_rows]
+            lines += ["\x1b[0m\x1b[K"] * (screen_rows - len(lines))
+            if lines != self.last:
+                for r, line in enumerate(lines):
+                    out.append(f"\x1b[{r + 1};1H{line}")
+                self.last = lines
+        out.append(f"\x1b[{rows};1H{self.status(cols)}")
+        self._write("".join(out))
+
+
+def _terminal_colors():
+    from rich.console import Console
+    return Console(force_terminal=True).color_system or "standard"
+
+
+def run_live(machine, args):
+    """The guest on this terminal until ``Ctrl-] q`` (exit 0), ``--until-text``
+    or ``--timeout``; a signal (``kill -INT``) ends it with 128 + its number."""
     if not sys.stdin.isatty():
         raise PypcError("the live display needs a terminal; use --headless for scripts")
-    fd = sys.stdin.fileno()
-    saved = termios.tcgetattr(fd)
+    fd_in = sys.stdin.fileno()
+    sys.stdout.flush()
+    fd_out = sys.stdout.fileno()
     typist = Typist(machine, unescape(args.type) if args.type is not None else "",
                     getattr(args, "type_after", None))
     frame = int(FRAME_S * CPU_HZ)
-    tty.setcbreak(fd)
-    try:
-        def screen():
-            size = console.size
-            return render_rich(machine, size.width, max(1, size.height - 1))
-
-        with Live(screen(), console=console, refresh_per_second=15,
-                  screen=False) as live:
+    keys = KeyInput()
+    view = TerminalView(machine, fd_in, fd_out)
+    with StopSignals(on_force=view.close) as stop:
+        view.open()
+        try:
             last = 0.0
             while True:
-                while select.select([fd], [], [], 0)[0]:
-                    data = os.read(fd, 64).decode("latin-1")
-                    machine.press_keys(keys_from_terminal(data))
+                if stop.signum is not None:
+                    stop.stopped()
+                    break
+                quit_now = False
+                while select.select([fd_in], [], [], 0)[0]:
+                    data = os.read(fd_in, 256)
+                    if not data:
+                        quit_now = True         # the terminal went away
+                        break
+                    codes, quit_now = keys.feed(data.decode("latin-1"))
+                    if codes:
+                        machine.press_keys(codes)
+                    if quit_now:
+                        break
+                if quit_now:
+                    break
                 typist.frame()
                 machine.run_for(frame)
                 if machine.dos is not None and machine.dos.exited:
                     break                       # the DOS program ended
                 now = time.perf_counter()
-                if now - last > 1 / 15:
-                    live.update(screen())
+                if view.resized or now - last > 1 / 15:
+                    view.draw()
                     last = now
                 if args.until_text and machine.screen_contains(args.until_text):
                     break
                 if args.timeout and machine.emulated_seconds >= args.timeout:
                     break
-    except KeyboardInterrupt:
-        pass
-    finally:
-        termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+        finally:
+            view.close()
+    if stop.signum is not None:
+        return interrupted(stop)
     if args.screenshot:
         write_screenshot(machine, args.screenshot)
     return 0
