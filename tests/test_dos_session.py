@@ -138,3 +138,30 @@ def test_bad_programs_are_refused_before_a_machine_exists(tmp_path):
     with pytest.raises(PypcError):
         DosSession("C:\\..\\X.COM", mounts={"C": str(tmp_path)})
     assert sorted(os.listdir(tmp_path)) == ["BAD.EXE", "NOTES.TXT"]
+
+
+def test_a_restored_state_repeats_the_run(tmp_path):
+    """Machine.get_state/set_state carry the DOS's own state: a run from a
+    restored state repeats the original one cycle for cycle."""
+    progs.install(tmp_path, "memtest")
+    with DosSession(str(tmp_path / "MEMTEST.EXE")) as s:
+        s.start()
+        m = s.machine
+        for _ in range(40):
+            s.step()
+        cp = s.checkpoint()
+        regs = s.registers
+        mark = len(m.dos.console_out)
+        first = s.resume()
+        out1, cycles1 = bytes(m.dos.console_out[mark:]), m.clock()
+        assert s.restore(cp)["kind"] == "step"
+        assert s.status()["state"] == "stopped" and s.registers == regs
+        assert not m.dos.exited and m.dos.exit_code is None
+        mark = len(m.dos.console_out)
+        assert s.resume() == first == {"kind": "program_exit", "exit_code": 0}
+        assert bytes(m.dos.console_out[mark:]) == out1 and m.clock() == cycles1
+        assert out1.count(b"ok   ") == 26 and b"FAIL" not in out1
+        assert s.list_checkpoints() == [cp]
+        s.delete_checkpoint(cp)
+        with pytest.raises(SessionError):
+            s.restore(cp)

@@ -62,6 +62,8 @@ class DosSession:
         self.breakpoints = {}          # id -> linear address
         self._next_bp = 1
         self._exit_bp = None
+        self.checkpoints = {}          # id -> (machine state, session state, stop, breakpoints)
+        self._next_cp = 1
 
     # -- life cycle ---------------------------------------------------------------
     def start(self, timeout_s=DEFAULT_START_SECONDS):
@@ -216,7 +218,48 @@ class DosSession:
         self.last_stop["forced"] = True
         return stop
 
+    # -- checkpoints -----------------------------------------------------------------------
+    def checkpoint(self):
+        """Keep the whole machine (CPU, memory, devices, the DOS's state) and
+        the session's breakpoints in memory; returns its id ("cp-N").  Host
+        files the program wrote are not part of it."""
+        self._require_settled()
+        cp = f"cp-{self._next_cp}"
+        self._next_cp += 1
+        self.checkpoints[cp] = (self.machine.get_state(), self.state, dict(self.last_stop),
+                                dict(self.breakpoints))
+        return cp
+
+    def restore(self, cp):
+        """Go back to checkpoint ``cp`` exactly: a run from it repeats the
+        original cycle for cycle."""
+        if cp not in self.checkpoints:
+            raise SessionError(f"no checkpoint {cp!r}", "CHECKPOINT_NOT_FOUND")
+        state, session_state, last_stop, breakpoints = self.checkpoints[cp]
+        xflags = self.machine.memory.xflags
+        for address in self.breakpoints.values():
+            xflags[address] &= ~S.XF_BREAKPOINT & 0xFF
+        self.machine.set_state(state)
+        self.breakpoints = dict(breakpoints)
+        for address in self.breakpoints.values():
+            xflags[address] |= S.XF_BREAKPOINT
+        self.state, self.last_stop = session_state, dict(last_stop)
+        self.revision += 1
+        return dict(self.last_stop)
+
+    def list_checkpoints(self):
+        return list(self.checkpoints)
+
+    def delete_checkpoint(self, cp):
+        if self.checkpoints.pop(cp, None) is None:
+            raise SessionError(f"no checkpoint {cp!r}", "CHECKPOINT_NOT_FOUND")
+
     # -- internals -----------------------------------------------------------------------
+    def _require_settled(self):
+        if self.machine is None or self.state not in ("stopped", "exited"):
+            raise SessionError(f"the session is {self.state}, not stopped",
+                               "TARGET_NOT_STOPPED")
+
     def _arm_exit(self):
         self._exit_bp = self.machine.dos.exited_address
         self.machine.memory.xflags[self._exit_bp] |= S.XF_BREAKPOINT
