@@ -119,8 +119,10 @@ def add_run_arguments(parser):
                    help="map an option ROM at a segment (hex); repeatable")
     g = parser.add_argument_group("scripting")
     g.add_argument("--type", metavar="TEXT",
-                   help="type TEXT on the keyboard once the machine runs "
-                        r"(\n for Enter)")
+                   help="type TEXT on the keyboard, line by line, each line once the "
+                        "guest waits for keys (in the BIOS keyboard wait; with its own "
+                        "keyboard driver or another BIOS, once the screen has been still "
+                        r"for an emulated second); \r or \n is Enter")
     g.add_argument("--type-after", metavar="TEXT",
                    help="start typing --type only once TEXT is on the screen "
                         "(e.g. the DOS prompt, so keys typed while DOS boots are not lost)")

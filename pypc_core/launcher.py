@@ -17,7 +17,7 @@ from . import scancodes
 FRAME_S = 1 / 60
 DEFAULT_HEADLESS_TIMEOUT_S = 60.0
 TYPE_AFTER_IDLE_FRAMES = 6          # built-in BIOS: frames in its keyboard wait
-TYPE_AFTER_STILL_FRAMES = 60         # another BIOS: frames of an unchanged screen
+TYPE_AFTER_STILL_FRAMES = 60         # own keyboard driver or another BIOS: frames of an unchanged screen
 
 
 def config_from_args(args):
@@ -246,12 +246,20 @@ class Typist:
 
 
 class TypingReadiness:
-    """When ``--type`` may start.  With the built-in BIOS: once the guest has
-    sat in the BIOS keyboard wait for a few frames (DOS kernels poll the
-    keyboard while booting, and a key typed then would be eaten before the
-    prompt).  With another BIOS, whose waits we cannot see: once the text
-    screen has not changed for a second of emulated time.  Called once per
-    frame; depends on emulated state only."""
+    """When ``--type`` may type (its next line).  Called once per emulated
+    frame; depends on emulated state only.
+
+    * The built-in BIOS handles the keyboard (INT 09h points into its ROM):
+      once the guest has sat in the BIOS keyboard wait for a few frames
+      (DOS kernels poll the keyboard while booting, and a key typed then
+      would be eaten before the prompt).
+    * Anything else -- a guest with its own keyboard driver (INT 09h points
+      elsewhere, as in ELKS) or another BIOS, whose waits cannot be seen --
+      once the text screen has not changed for a second of emulated time and
+      the keyboard holds no byte the guest has not taken.
+
+    Either way the keyboard's typist then hands over one byte at a time,
+    each only after the guest has read and acknowledged the previous one."""
 
     def __init__(self, machine):
         self.machine = machine
@@ -260,13 +268,24 @@ class TypingReadiness:
 
     def ready(self):
         m = self.machine
-        if m.bios is not None:
+        if m.bios is not None and not guest_drives_keyboard(m):
+            self.last_screen = None
             self.frames = self.frames + 1 if m.waiting_for_key() else 0
             return self.frames >= TYPE_AFTER_IDLE_FRAMES
         screen = m.screen_text()
-        self.frames = self.frames + 1 if screen == self.last_screen else 0
+        kb = m.keyboard
+        still = screen == self.last_screen and not kb.pending() and not kb.full
+        self.frames = self.frames + 1 if still else 0
         self.last_screen = screen
         return self.frames >= TYPE_AFTER_STILL_FRAMES
+
+
+def guest_drives_keyboard(machine):
+    """True when the INT 09h (IRQ 1) vector no longer points into the BIOS
+    ROM (F0000h-FFFFFh): the guest reads the keyboard with its own driver."""
+    offset = machine.memory.read_word(9 * 4)
+    segment = machine.memory.read_word(9 * 4 + 2)
+    return ((segment << 4) + offset) & 0xFFFFF < 0xF0000
 
 
 def run_headless(machine, args):

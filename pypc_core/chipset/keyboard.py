@@ -22,8 +22,12 @@ A byte arriving while the FIFO is full is dropped and counted
 real one does.  All times are emulated CPU cycles: deterministic.
 
 Text typed by the host (``type_scancodes``) goes through a *typist*: a host
-queue that hands one byte to the keyboard every ``type_interval`` cycles
-while its FIFO has room, as fingers would, so long text never overflows it.
+queue that hands the keyboard its next byte only once the guest has taken
+the previous one (the FIFO and the shift register are empty: the guest read
+port 60h and acknowledged through port 61h bit 7), and at most one byte every
+``type_interval`` cycles, as fingers would.  So typed text goes at the pace
+of whatever reads the keyboard -- the built-in BIOS, another BIOS or a guest's
+own IRQ 1 handler -- and never overflows the FIFO or a guest's buffer.
 """
 
 from ..device import Device, DeviceDeclaration
@@ -82,8 +86,12 @@ class XtKeyboard(Device):
             return self.time
         return max(self.time, self.clock())
 
+    def _typist_may_hand(self):
+        """The guest has taken every byte: the typist may hand the next."""
+        return not self.fifo and not self.full
+
     def next_event(self):
-        if self.typing and len(self.fifo) < self.fifo_size:
+        if self.typing and self._typist_may_hand():
             if self.send_at is None or self.type_at < self.send_at:
                 return self.type_at
         return self.send_at
@@ -96,7 +104,7 @@ class XtKeyboard(Device):
             self.data = self.fifo.pop(0)
             self.full = True
             self._set_irq(True)
-        if self.typing and self.type_at <= cycle and len(self.fifo) < self.fifo_size:
+        if self.typing and self.type_at <= cycle and self._typist_may_hand():
             self.fifo.append(self.typing.pop(0))
             self.type_at = cycle + self.type_interval
             self._schedule(cycle)
