@@ -218,3 +218,17 @@ def test_unknown_mode_changes_nothing(m):
     assert r.al == 0x07
     r = call(m, ax=0x0069)
     assert m.video.get_state() == before and m.memory.read(0x449, 0x20) == bda
+
+
+def test_blink_off_after_post_on_after_int10_mode_set(m):
+    assert not m.video.blink_enabled()        # the API contract: VGA starts without blink
+    call(m, ax=0x0003)
+    assert m.video.blink_enabled()            # a guest's mode set: IBM's values
+
+
+def test_text_memory_is_the_first_window(m):
+    """``vram_bytes`` is what the CPU reads at the declaration's first window."""
+    first = m.video.declaration.memory[0]
+    assert first.base == 0xB8000
+    assert m.memory.read(first.base, 160) == m.video.vram_bytes()[:160]
+    assert m.video.vram_bytes()[:2] == b"p\x07"          # "pypc built-in XT BIOS"

@@ -214,10 +214,20 @@ def test_text_rows_and_start_address():
     v.port_write(0x3D5, 0x08)
     assert v.text_rows()[0] == "Q"
     page = v.text_page()
-    assert page["page"] == 1 and page["page_count"] == 8 and page["page_size_bytes"] == 4096
+    # the contract's pages: 80 x 25 x 2 bytes, eight in 32 KiB; addresses in bytes
+    assert page["display_address"] == 0x1000 and page["active_page"] == 1
+    assert page["page_count"] == 8 and page["page_size_bytes"] == 4000
+    assert len(page["text"]) == 25 and len(page["cells"][0]) == 80
+    assert page["cursor"]["address"] == v.cursor()["address"]
     assert v.text_page(page=0)["text"][0] == "Hi"
+    assert v.text_page(page=0)["is_active_page"] is False
+    assert v.text_page(display_address=2)["text"][0] == "i"
     with pytest.raises(ValueError):
         v.text_page(page=8)
+    with pytest.raises(ValueError):
+        v.text_page(display_address=0x8000)
+    with pytest.raises(ValueError):
+        v.text_page(page=0, display_address=0)
     assert v.vram_bytes()[:4] == bytes([ord("H"), 0x07, ord("i"), 0])
 
 
@@ -273,17 +283,18 @@ def test_planar_colour_plane_enable_and_palette():
     assert f[0, 0, 0] == (4 * 255 + 31) // 63 and f[0, 1, 0] == 0
 
 
-@pytest.mark.parametrize("mode,size,name", [
-    (0x0D, (320, 200), "G320x200x16"), (0x0E, (640, 200), "G640x200x16"),
-    (0x10, (640, 350), "G640x350x16"), (0x12, (640, 480), "G640x480x16"),
-    (0x13, (320, 200), "G320x200x256"), (0x04, (320, 200), "G320x200x4"),
-    (0x06, (640, 200), "G640x200x2"), (0x01, (360, 400), "Text40"),
-    (0x03, (720, 400), "Text80"),
+@pytest.mark.parametrize("mode,size,layout,name", [
+    (0x0D, (320, 200), "320x200x16", "G320"), (0x0E, (640, 200), "640x200x16", "G640"),
+    (0x10, (640, 350), "640x350x16", "G640"), (0x12, (640, 480), "640x480x16", "G640"),
+    (0x13, (320, 200), "320x200x256", "G320"), (0x04, (320, 200), "320x200x4", "G320"),
+    (0x06, (640, 200), "640x200x2", "G640"), (0x01, (360, 400), "40x25 text", "Text40"),
+    (0x03, (720, 400), "80x25 text", "Text80"),
 ])
-def test_native_resolution(mode, size, name):
+def test_native_resolution(mode, size, layout, name):
     v = VGA()
     set_mode(v, mode)
-    assert v.resolution() == size and v.mode_name() == name
+    assert v.resolution() == size and v.layout() == layout and v.mode_name() == name
+    assert v.mode_number() == mode and v.text_page()["graphics_mode"] == mode
     assert v.frame().shape == (size[1], size[0], 3)
 
 

@@ -61,7 +61,7 @@ def run_phases(name, tmp_path, phases):
         for n in range(1, phases + 1):
             assert run_to_phase(m, n, TIMEOUT_S), f"phase {n} not reached"
             v = m.video
-            rec[n] = {"frame": v.frame(), "mode": v.mode_name(), "text": m.screen_text(),
+            rec[n] = {"frame": v.frame(), "mode": v.layout(), "name": v.mode_name(), "text": m.screen_text(),
                       "page": v.text_page(), "cursor": v.cursor(),
                       "resolution": v.resolution(), "dac": v.dac_rgb()}
             m.memory.write(GO_BYTE, bytes([n]))
@@ -102,7 +102,7 @@ def test_int10_results(int10):
 
 def test_int10_mode13_frame(int10):
     r = int10[1]
-    assert r["mode"] == "G320x200x256" and r["resolution"] == (320, 200)
+    assert r["mode"] == "320x200x256" and r["resolution"] == (320, 200)
     y, x = np.mgrid[0:200, 0:320]
     index = (x + y) & 0xFF
     index[190, 300] = 0xC8
@@ -116,7 +116,7 @@ def test_int10_mode13_frame(int10):
 
 def test_int10_mode12_frame(int10):
     r = int10[2]
-    assert r["mode"] == "G640x480x16" and r["resolution"] == (640, 480)
+    assert r["mode"] == "640x480x16" and r["resolution"] == (640, 480)
     expected = np.zeros((480, 640, 3), np.uint8)
     for k, ch in enumerate(b"VGA12"):
         glyph = FONT_8X16[ch * 16:ch * 16 + 16]
@@ -132,9 +132,9 @@ def test_int10_mode12_frame(int10):
 
 def test_int10_text_pages_and_fonts(int10):
     page1 = int10[3]
-    assert page1["mode"] == "Text80" and page1["resolution"] == (720, 400)
+    assert page1["name"] == "Text80" and page1["resolution"] == (720, 400)
     assert page1["text"][1] == "  PPP"
-    assert page1["page"]["page"] == 1 and page1["page"]["display_address"] == 0x800
+    assert page1["page"]["page"] == 1 and page1["page"]["display_address"] == 0x1000
     cell = page1["page"]["cells"][1][2]
     assert cell["code"] == ord("P") and cell["foreground"] == 0x0F and cell["background"] == 2
     fifty = int10[4]
@@ -224,7 +224,7 @@ def test_ports_mode13_and_mode_x(ports):
     # mode X: the same picture from unchained planes, row 199 a latch copy of row 0
     expected_x = expected.copy()
     expected_x[199] = expected[0]
-    assert ports[5]["mode"] == "G320x200x256"
+    assert ports[5]["mode"] == "320x200x256" and ports[5]["name"] == "G320"
     assert_frame(ports[5]["frame"], expected_x)
     # second page by start address: line y is colour y
     assert_frame(ports[6]["frame"], ramp[np.repeat(np.arange(200)[:, None], 320, axis=1)])
@@ -232,7 +232,7 @@ def test_ports_mode13_and_mode_x(ports):
 
 def test_ports_mode12(ports):
     r = ports[7]
-    assert r["resolution"] == (640, 480) and r["mode"] == "G640x480x16"
+    assert r["resolution"] == (640, 480) and r["mode"] == "640x480x16"
     expected = np.zeros((480, 640, 3), np.uint8)
     expected[200:240, 160:240] = grey(0x3C)      # colour 12 -> AC 3Ch -> the grey DAC
     for b in range(10):

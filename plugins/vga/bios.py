@@ -214,11 +214,17 @@ class VgaFirmware:
     # -- AH=00h: set mode ------------------------------------------------------------------------
     def _fn00(self, r):
         mode = r.al & 0x7F
-        if self.set_mode(mode, clear=not r.al & 0x80):
+        if self.set_mode(mode, clear=not r.al & 0x80, blink=True):
             # AL on return: 20h above mode 7, 3Fh for mode 6, 30h otherwise
             r.al = 0x20 if mode > 7 else (0x3F if mode == 6 else 0x30)
 
-    def set_mode(self, mode, clear=True):
+    def set_mode(self, mode, clear=True, blink=False):
+        """Set ``mode`` through the ports; False (nothing changed) for a mode
+        this card has no registers for.  A guest's AH=00h gets IBM's values
+        (``blink``: attribute bit 7 blinks in text modes); the system BIOS's
+        own mode sets (POST, its messages, the built-in DOS's CLS) leave
+        blinking off, as the API contract's compatibility notes record for
+        the VGA ("VGA starts with blink disabled")."""
         m = MODES.get(mode & 0x7F)
         if m is None:
             return False
@@ -238,6 +244,8 @@ class VgaFirmware:
             self.gc(i, v)
         self.inp(0x3DA)
         for i, v in enumerate(m.ac):
+            if i == 0x10 and m.kind == "text" and not blink:
+                v &= ~0x08
             self.out(0x3C0, i)
             self.out(0x3C0, v)
         mem.wb(BDA_VIDEO_MODE, mode)         # the helpers below read the mode

@@ -65,6 +65,7 @@ from .regs import SEQ_COUNT, CRTC_COUNT, GC_COUNT, AC_COUNT, MODES, DACS
 
 WINDOW_BASE = 0xA0000
 WINDOW_SIZE = 0x20000
+TEXT_BASE = 0xB8000
 ROM_BASE = 0xC0000
 ROM_SIZE = 0x4000
 
@@ -95,7 +96,10 @@ class VGA(Device):
     declaration = DeviceDeclaration(
         name="vga",
         ports=list(PORTS),
-        memory=[MemoryWindow(WINDOW_BASE, WINDOW_SIZE, "device"),
+        # B8000h first: the text memory (``vram_bytes``) is what the CPU
+        # sees there; A0000h-B7FFFh is the rest of the same window
+        memory=[MemoryWindow(TEXT_BASE, WINDOW_BASE + WINDOW_SIZE - TEXT_BASE, "device"),
+                MemoryWindow(WINDOW_BASE, TEXT_BASE - WINDOW_BASE, "device"),
                 MemoryWindow(ROM_BASE, ROM_SIZE, "rom")],
         capabilities=["video", "vga", "text40", "text80", "g320", "g640",
                       "planar", "vga256"],
@@ -121,8 +125,10 @@ class VGA(Device):
         from .bios import rom_image
         self.clock = board.clock
         board.claim_ports(PORTS, read=self.port_read, write=self.port_write)
-        self.window = board.map_compiled(WINDOW_BASE, WINDOW_SIZE,
-                                         planar.window_handler(), self.ctx)
+        handler = planar.window_handler()
+        self.window = board.map_compiled(TEXT_BASE, WINDOW_BASE + WINDOW_SIZE - TEXT_BASE,
+                                         handler, self.ctx)
+        board.map_compiled(WINDOW_BASE, TEXT_BASE - WINDOW_BASE, handler, self.ctx)
         self.rom = rom_image()
         board.map_rom(ROM_BASE, self.rom)
         self._rasters = {0x3BA: board.raster(0x3BA), 0x3DA: board.raster(0x3DA)}
@@ -483,12 +489,38 @@ class VGA(Device):
             else (self.crtc[1] + 1) // 2)
 
     def mode_name(self):
-        """Text40/Text80 in text modes (as the CGA says); otherwise the
-        graphics layout: G<width>x<height>x<colours>."""
+        """The API contract's names: Text40/Text80, and G320/G640 for
+        graphics by the picture's width (``layout()`` tells more)."""
         if not self.is_graphics():
             return "Text80" if self.crtc[1] + 1 >= 80 else "Text40"
+        return "G320" if self.resolution()[0] <= 360 else "G640"
+
+    def layout(self):
+        """"<width>x<height>x<colours>" of a graphics picture, or
+        "<columns>x<rows> text"."""
+        if not self.is_graphics():
+            columns, rows, _ = self.text_geometry()
+            return f"{columns}x{rows} text"
         w, h = self.resolution()
-        return f"G{w}x{h}x{self.colour_count()}"
+        return f"{w}x{h}x{self.colour_count()}"
+
+    def mode_number(self):
+        """The BIOS mode the registers amount to (what ``video.text``
+        reports as ``graphics_mode`` for a VGA): 1/3 for 40/80-column text,
+        4, 6, 0Dh, 0Eh, 10h, 12h, 13h by picture and colours (unchained
+        256 colours, "mode X", counts as 13h); None for other layouts."""
+        if not self.is_graphics():
+            return 3 if self.crtc[1] + 1 >= 80 else 1
+        size = self.resolution()
+        colours = self.colour_count()
+        if colours == 256:
+            return 0x13
+        if colours == 4 and self.gc[5] & 0x20:
+            return 4
+        if colours == 2 and size == (640, 200):
+            return 6
+        return {(320, 200): 0x0D, (640, 200): 0x0E, (640, 350): 0x10,
+                (640, 480): 0x12}.get(size)
 
     def colour_count(self):
         if self.ac[0x10] & 0x40:
@@ -499,7 +531,9 @@ class VGA(Device):
         return 1 << planes
 
     def graphics_mode(self):
-        return self.gc[6]
+        """``mode_number()`` (0 where the layout is no BIOS mode)."""
+        n = self.mode_number()
+        return 0 if n is None else n
 
     def blink_enabled(self):
         return bool(self.ac[0x10] & 0x08)
@@ -763,44 +797,51 @@ class VGA(Device):
         return "\n".join(self.text_rows())
 
     def vram_bytes(self):
-        """The 32 KiB text-mode memory as the CPU sees it at B8000h with
-        odd/even addressing (characters from plane 0, attributes from
-        plane 1), read without touching the latches."""
+        """``text_view()`` as bytes: the text memory at B8000h (the
+        declaration's first window)."""
+        return self.text_view().tobytes()
+
+    def text_view(self):
+        """The 32 KiB of text memory as the CPU sees it at B8000h with
+        odd/even addressing (``uint8[32768]``: characters at even offsets
+        from plane 0, attributes at odd offsets from plane 1), without
+        touching the latches."""
         out = np.empty(0x8000, dtype=np.uint8)
         out[0::2] = self.planes[0, 0:0x8000:2]
         out[1::2] = self.planes[1, 0:0x8000:2]
-        return out.tobytes()
+        return out
 
     def text_page(self, page=None, display_address=None):
-        """Like the CGA's: the cells of a text page (``page`` counts pages of
-        the current geometry from plane offset 0; ``display_address`` is a
-        CRTC start address in characters)."""
+        """The ``video.text`` record of the API contract: 25 rows of 40 or
+        80 cells read from the 32 KiB text memory (``text_view``) at a byte
+        offset; pages are columns x 25 x 2 bytes (eight of 80 columns,
+        sixteen of 40).  ``display_address`` selects a byte offset, ``page``
+        a page; default: where the CRTC start address points (converted to
+        bytes).  In graphics modes the cells are still the raw character
+        interpretation of that memory.  Bad selections raise ValueError."""
         if page is not None and display_address is not None:
             raise ValueError("page and display_address are mutually exclusive")
-        columns, rows, _ = self.text_geometry()
-        # a page is the text layout rounded up to 256 characters (as the BIOS
-        # sizes them: 2 KiB at 40x25, 4 KiB at 80x25, 8 KiB at 80x50) within
-        # the 32 KiB text window
-        page_words = (max(1, self.crtc[0x13] * 2 * rows) + 0xFF) & ~0xFF
-        page_count = max(1, 0x4000 // page_words) if not self.is_graphics() else 1
-        active = self.start_address()
+        columns = 80 if self.crtc[1] + 1 >= 80 else 40
+        rows = 25
+        page_size = columns * rows * 2
+        page_count = 0x8000 // page_size
+        active_address = int(self.display_address()) & 0x7FFF
         if page is not None:
             if not 0 <= page < page_count:
                 raise ValueError(f"page must be 0..{page_count - 1}")
-            start = page * page_words
+            address = page * page_size
         elif display_address is not None:
-            if not 0 <= display_address <= 0xFFFF:
-                raise ValueError("display_address must be 0..0xFFFF")
-            start = display_address
+            if not 0 <= display_address <= 0x7FFF:
+                raise ValueError("display_address must be 0..0x7FFF")
+            address = display_address
         else:
-            start = active
-        if self.is_graphics():
-            chars = attrs = np.zeros((rows, columns), np.uint8)
-            text = []
-        else:
-            chars, attrs = self._text_cells(start, rows)
-            text = [r.rstrip(" ") for r in
-                    ("".join(TEXT_CHARS[c] for c in row) for row in chars.tolist())]
+            address = active_address
+        view = self.text_view()
+        offsets = (address + 2 * np.arange(rows * columns)) & 0x7FFF
+        chars = view[offsets].reshape(rows, columns)
+        attrs = view[(offsets + 1) & 0x7FFF].reshape(rows, columns)
+        text = [r.rstrip(" ") for r in
+                ("".join(TEXT_CHARS[c] for c in row) for row in chars.tolist())]
         blink = self.blink_enabled()
         cells = [[{"code": c, "char": TEXT_CHARS[c], "attribute": a,
                    "foreground": a & 0x0F,
@@ -812,17 +853,34 @@ class VGA(Device):
             "adapter": self.adapter,
             "columns": columns,
             "rows": rows,
-            "page_size_bytes": page_words * 2,
+            "page_size_bytes": page_size,
             "page_count": page_count,
-            "page": start // page_words,
-            "active_page": active // page_words,
-            "is_active_page": start == active,
-            "display_address": start,
+            "page": address // page_size,
+            "active_page": active_address // page_size,
+            "is_active_page": address == active_address,
+            "display_address": address,
             "mode": self.mode_name(),
-            "graphics_mode": self.gc[6],
+            "graphics_mode": self.graphics_mode(),
             "text": text,
             "cells": cells,
+            "cursor": self.cursor(),
         }
+
+    def font_bytes(self):
+        """Plane 2 (the character maps), 64 KiB, as bytes."""
+        return self.planes[2].tobytes()
+
+    def graphics_bytes(self):
+        """(layout, bytes) of graphics memory: in a 256-colour chain-4 mode
+        the 64 KiB as the CPU sees them at A0000h ("chain4_guest_order"),
+        otherwise the four planes one after the other
+        ("planes_0_to_3_concatenated")."""
+        if self.seq[4] & 0x08:
+            guest = np.empty(0x10000, dtype=np.uint8)
+            for p in range(4):
+                guest[p::4] = self.planes[p, 0::4]
+            return "chain4_guest_order", guest.tobytes()
+        return "planes_0_to_3_concatenated", self.planes.tobytes()
 
     def cursor(self, frame=None):
         """Cursor state: CRTC address, shape, enable, blink phase, cell."""
