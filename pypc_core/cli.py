@@ -134,6 +134,8 @@ def add_run_arguments(parser):
                    help="save a screenshot to PNG when the run stops")
     from .dos.launch import add_arguments as add_dos_arguments
     add_dos_arguments(parser)
+    from .bare import add_arguments as add_bare_arguments
+    add_bare_arguments(parser)
     return parser
 
 
@@ -242,6 +244,11 @@ def cmd_run(argv, run_parser):
     args = run_parser.parse_args(argv[1:])
     args.command = "run"
     args.plugin_manager = pm
+    args.plugins_given = any(a == "--plugins" or a.startswith("--plugins=") for a in argv[1:])
+    from . import bare
+    bare.check(args)
+    if args.bare:
+        return bare.run(args)
     try:
         launcher = importlib.import_module(f"{__package__}.launcher")
     except ModuleNotFoundError as exc:

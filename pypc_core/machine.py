@@ -48,6 +48,9 @@ class MachineConfig:
     bios: str = None                       # a third-party BIOS image instead of ours
     option_roms: list = attrs.Factory(list)   # [(path, segment)]
     dos: object = None                     # a dos.DosConfig: boot the built-in DOS
+    bare: bool = False                     # no firmware at all (see pypc_core/bare.py)
+    loads: list = attrs.Factory(list)      # [(bytes, linear)]: raw binaries placed at power-on
+    entry: tuple = None                    # (segment, offset) instead of the reset vector
     memory_kib: int = 640
     speed: float = 0.0                     # 0: unpaced (turbo); 1.0: a real XT
     plugin_manager: object = None          # an already-selected PluginManager
@@ -176,14 +179,16 @@ class Machine:
         # every declaration, the motherboard's first, in one ledger: two
         # owners of a port, IRQ, DMA channel or memory byte stop start-up
         self.resources = Resources()
-        bios_size = 0x10000
+        bios_size = 0 if cfg.bare else 0x10000
         if cfg.bios and os.path.isfile(cfg.bios):
             size = os.path.getsize(cfg.bios)
             if size in (8192, 16384, 32768, 65536):
                 bios_size = size
         from .firmware.rom import IDLE_STAMP_PORT
         for owner, decl in motherboard_declarations(
-                cfg.memory_kib, bios_size, None if cfg.bios else IDLE_STAMP_PORT):
+                cfg.memory_kib, bios_size, None if cfg.bios or cfg.bare else IDLE_STAMP_PORT):
+            if owner == "bios" and cfg.bare:
+                continue                # no firmware at all
             self.resources.add(owner, decl)
         self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
                                    reschedule=self.scheduler.invalidate,
@@ -208,7 +213,13 @@ class Machine:
 
     def _load_firmware(self):
         cfg = self.config
-        if cfg.bios:
+        if cfg.bare:
+            if cfg.bios or cfg.dos is not None:
+                raise MachineError("a bare machine has no firmware: drop --bios / the DOS")
+            from .bare import place_loads
+            place_loads(self.memory, cfg.loads, cfg.memory_kib * 1024)
+            self.cpu.ctl[S.C_TRAP_ENABLE] = 0
+        elif cfg.bios:
             image = _read_file(cfg.bios, "BIOS image")
             if len(image) not in (8192, 16384, 32768, 65536):
                 raise MachineError(
@@ -273,7 +284,9 @@ class Machine:
         for dev in self.devices.values():
             dev.reset()
         self.cpu.reset()
-        self.cpu.ctl[S.C_TRAP_ENABLE] = 0 if self.config.bios else 1
+        self.cpu.ctl[S.C_TRAP_ENABLE] = 0 if self.config.bios or self.config.bare else 1
+        if self.config.entry is not None:
+            self.cpu.regs[S.CS], self.cpu.regs[S.IP] = self.config.entry
         self._set_intr(self.pic.intr_pending())
         self.scheduler.reset()
 
