@@ -232,3 +232,14 @@ def test_text_memory_is_the_first_window(m):
     assert first.base == 0xB8000
     assert m.memory.read(first.base, 160) == m.video.vram_bytes()[:160]
     assert m.video.vram_bytes()[:2] == b"p\x07"          # "pypc built-in XT BIOS"
+
+
+@pytest.mark.parametrize("mode", [0x03, 0x01, 0x04, 0x06, 0x0D, 0x0E, 0x10, 0x12, 0x13])
+def test_text_page_follows_the_rpc_schema(m, mode):
+    from pypc_core.rpc.schemas import SchemaSet, load_method_schemas
+    docs = load_method_schemas()
+    schemas = SchemaSet({"video.text": docs["video.text"]})
+    call(m, ax=mode)
+    out = dict(m.video.text_page(), state_revision=1)
+    assert schemas.result_errors("video.text", out) == []
+    assert out["graphics_mode"] == mode

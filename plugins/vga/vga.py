@@ -863,7 +863,8 @@ class VGA(Device):
             "graphics_mode": self.graphics_mode(),
             "text": text,
             "cells": cells,
-            "cursor": self.cursor(),
+            # the contract's cursor object: no row/column when off the screen
+            "cursor": {k: v for k, v in self.cursor().items() if v is not None},
         }
 
     def font_bytes(self):
