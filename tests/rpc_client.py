@@ -17,6 +17,33 @@ from pypc_core.machine import Machine, MachineConfig
 _AUTO = object()
 
 
+def compact_cells(obj):
+    """``obj`` with each row of a ``cells`` grid cut to its distinct cells.
+    The schemas put no limit on a row's length or uniqueness, so this copy
+    is valid exactly when ``obj`` is; it makes checking a video.text result
+    (2,000 cell objects, about 0.2 s in jsonschema) cheap."""
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if k == "cells" and isinstance(v, list) and all(isinstance(r, list) for r in v):
+                rows = []
+                for row in v:
+                    seen, uniq = set(), []
+                    for cell in row:
+                        key = json.dumps(cell, sort_keys=True)
+                        if key not in seen:
+                            seen.add(key)
+                            uniq.append(cell)
+                    rows.append(uniq)
+                out[k] = rows
+            else:
+                out[k] = compact_cells(v)
+        return out
+    if isinstance(obj, list):
+        return [compact_cells(v) for v in obj]
+    return obj
+
+
 class RpcFailure(Exception):
     def __init__(self, error):
         super().__init__(error.get("message"))
@@ -28,6 +55,7 @@ class RpcFailure(Exception):
 class Client:
     def __init__(self, port, schemas=None, timeout=60):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.file = self.sock.makefile("rb")
         self.schemas = schemas
         self.ids = itertools.count(1)
@@ -53,7 +81,7 @@ class Client:
         assert reply.get("id") == rid, (reply, rid)
         assert ("result" in reply) != ("error" in reply), reply
         if "result" in reply and self.schemas is not None:
-            errors = self.schemas.result_errors(method, reply["result"])
+            errors = self.schemas.result_errors(method, compact_cells(reply["result"]))
             assert not errors, (method, errors)
         if "error" in reply:
             err = reply["error"]

@@ -89,10 +89,34 @@ class SchemaSet:
         self._params = {}
         self._result = {}
         for method, doc in documents.items():
+            # shared definitions are inlined once here: resolving a $ref per
+            # array item made a video.text result take 0.35 s to check
             self._params[method] = jsonschema.Draft202012Validator(
-                doc["params"], registry=self.registry)
+                self.inline(doc["params"]), registry=self.registry)
             self._result[method] = jsonschema.Draft202012Validator(
-                doc["result"], registry=self.registry)
+                self.inline(doc["result"]), registry=self.registry)
+
+    def inline(self, schema):
+        """``schema`` with every ``defs.json#/$defs/X`` reference replaced
+        by the definition itself."""
+        defs = self.defs.get("$defs", {})
+        prefix = DEFS_NAME + "#/$defs/"
+
+        def walk(node, depth):
+            if depth > 64:
+                raise SchemaError("schema definitions refer to each other in a loop")
+            if isinstance(node, dict):
+                ref = node.get("$ref")
+                if isinstance(ref, str) and ref.startswith(prefix) and len(node) == 1:
+                    name = ref[len(prefix):]
+                    if name not in defs:
+                        raise SchemaError(f"unknown schema definition {ref!r}")
+                    return walk(defs[name], depth + 1)
+                return {k: walk(v, depth) for k, v in node.items()}
+            if isinstance(node, list):
+                return [walk(v, depth) for v in node]
+            return node
+        return walk(schema, 0)
 
     def param_errors(self, method, params):
         """Sorted list of ``"path: message"`` strings (empty when valid)."""
@@ -157,10 +181,12 @@ def _openrpc_refs(schema):
     return walk(copy.deepcopy(schema))
 
 
-def build_schema_set(methods, folder=None):
+def build_schema_set(methods, folder=None, strict=False):
     """A :class:`SchemaSet` for ``methods`` (``{name: callable}``): every
-    method must have a schema (its file, or ``fn.rpc_schema``) and every
-    schema file a method, else :class:`SchemaError` names them."""
+    method must have a schema (its file, or ``fn.rpc_schema``), else
+    :class:`SchemaError` names them.  With ``strict`` (the test suite) every
+    schema file must also have a method; the server itself only ignores a
+    schema whose method group is not installed."""
     files = load_method_schemas(folder)
     docs = {}
     missing = []
@@ -177,6 +203,6 @@ def build_schema_set(methods, folder=None):
     orphans = sorted(set(files) - set(methods))
     if missing:
         raise SchemaError("RPC methods without a schema: " + ", ".join(sorted(missing)))
-    if orphans:
+    if orphans and strict:
         raise SchemaError("schemas without an RPC method: " + ", ".join(orphans))
     return SchemaSet(docs, load_defs(folder))
