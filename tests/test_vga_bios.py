@@ -243,3 +243,13 @@ def test_text_page_follows_the_rpc_schema(m, mode):
     out = dict(m.video.text_page(), state_revision=1)
     assert schemas.result_errors("video.text", out) == []
     assert out["graphics_mode"] == mode
+
+
+def test_live_view_draws_text_and_graphics(m):
+    from pypc_core.launcher import render_rich
+    text = render_rich(m, 80, 25)
+    assert "pypc built-in XT BIOS" in text.plain
+    call(m, ax=0x0013)
+    call(m, ax=0x0C0F, cx=0, dx=0, bx=0)
+    pic = render_rich(m, 80, 25)
+    assert set(pic.plain) <= {"\u2580", "\n"} and pic.plain.count("\n") == 24
