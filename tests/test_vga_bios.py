@@ -253,3 +253,25 @@ def test_live_view_draws_text_and_graphics(m):
     call(m, ax=0x0C0F, cx=0, dx=0, bx=0)
     pic = render_rich(m, 80, 25)
     assert set(pic.plain) <= {"\u2580", "\n"} and pic.plain.count("\n") == 24
+
+
+@pytest.mark.parametrize("mode", [0x03, 0x12, 0x13])
+def test_status_fast_path_matches_the_card(m, mode):
+    """The core answers 3DAh from the raster block the card publishes; it
+    gives the card's own status at every cycle, and only while the
+    attribute flip-flop is at "index"."""
+    from pypc_core.cpu.state import PORT_PY, PORT_RASTER
+    call(m, ax=mode)               # ends with an index write (20h): flip-flop at "data"
+    card = m.video
+    raster = card._rasters[0x3DA]
+    kind = m.ports.port_kind
+    assert kind[0x3DA] == PORT_PY and card.ac_flipflop == 1
+    m.ports.read(0x3DA)
+    assert kind[0x3DA] == PORT_RASTER and kind[0x3BA] == PORT_PY
+    start = m.clock()
+    for cycle in range(start, start + 2 * int(card.frame_cycles()), 97):
+        assert raster.read(cycle) == card.status(cycle)
+    m.ports.write(0x3C0, 0x31)                 # flip-flop now at "data"
+    assert kind[0x3DA] == PORT_PY
+    m.ports.read(0x3DA)                        # the read resets it
+    assert kind[0x3DA] == PORT_RASTER and card.ac_flipflop == 0
