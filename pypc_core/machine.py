@@ -757,7 +757,12 @@ class Machine:
         if getattr(mem, "shape", None) != self.memory.mem.shape:
             raise MachineError("the state's memory is not 1 MiB")
         self.memory.mem[:] = mem
+        # the debugger's words (breakpoint masks, watched ports, the trace
+        # counter) belong to this session, not to the guest state
+        debugger_words = self.cpu.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX].copy()
         self.cpu.set_state(state["cpu"])
+        self.cpu.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX] = debugger_words
+        self.cpu.ctl[S.C_SKIP_BP] = self.cpu.ctl[S.C_SKIP_INT] = 0
         for name, dev in self.devices.items():
             dev.set_state(state["devices"][name])
         for drive, disk in self.disks.items():

@@ -450,3 +450,16 @@ def test_trace_ring_keeps_the_latest(m):
         m.trace.start(capacity=0)
     assert m.trace.active                        # a refused start changes nothing
     m.trace.stop()
+
+
+def test_restoring_a_state_keeps_the_breakpoints_and_the_trace(m):
+    snap = m.get_state()
+    bp = m.breakpoints.add("int", number=0x60)
+    w = m.breakpoints.add("io_write", port=0x80)
+    m.trace.start(capacity=128)
+    m.set_state(snap)                       # taken before the breakpoints existed
+    stop = m.run_for(1_000_000)
+    assert stop.breakpoint is bp
+    stop = m.run_for(1_000_000)
+    assert stop.breakpoint is w
+    assert m.trace.total > 100
