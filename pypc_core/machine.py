@@ -760,8 +760,10 @@ class Machine:
         # the debugger's words (breakpoint masks, watched ports, the trace
         # counter) belong to this session, not to the guest state
         debugger_words = self.cpu.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX].copy()
+        recording = self.cpu.ctl[S.C_RECORD], self.cpu.ctl[S.C_EFFECTS]
         self.cpu.set_state(state["cpu"])
         self.cpu.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX] = debugger_words
+        self.cpu.ctl[S.C_RECORD], self.cpu.ctl[S.C_EFFECTS] = recording
         self.cpu.ctl[S.C_SKIP_BP] = self.cpu.ctl[S.C_SKIP_INT] = 0
         for name, dev in self.devices.items():
             dev.set_state(state["devices"][name])
