@@ -24,7 +24,13 @@ EXIT_USAGE = 2
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line (plus a hint) and exit 2."""
+    """argparse, but a usage error is one line (plus a hint) and exit 2.
+    Options are never abbreviated: after ``pypc run PROGRAM`` every word,
+    ``--b`` too, is the program's."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         # "pypc: error:" for every user error, whichever subparser found it

@@ -141,3 +141,24 @@ def test_console_clock_and_system_services(tmp_path):
         assert m.screen_contains("ok   read a line from handle 0")
     finally:
         m.close()
+
+
+def test_parse_country_indos_handle_count_and_ctrl_c(tmp_path):
+    progs.install(tmp_path, "sysfn")
+    text, code, m = progs.run(tmp_path, "C:\\SYSFN.COM", typed="\x03k")
+    m.close()
+    assert failures(text) == [] and code == 0
+    assert len(checks(text)) == 17
+    assert "ok   10 more handles\n^C\nkok   the read goes on after Ctrl-C\n" in text
+
+
+def test_ctrl_c_ends_a_program_without_a_handler(tmp_path):
+    # mov ah,01h / int 21h / mov ax,4C05h / int 21h: Ctrl-C at the read ends it
+    (tmp_path / "READ.COM").write_bytes(bytes([0xB4, 0x01, 0xCD, 0x21,
+                                               0xB8, 0x05, 0x4C, 0xCD, 0x21]))
+    text, code, m = progs.run(tmp_path, "C:\\READ.COM", typed="\x03")
+    try:
+        assert text == "^C\n"
+        assert code == 0 and m.dos.return_code == 0x0100       # exit type 1: Ctrl-C
+    finally:
+        m.close()

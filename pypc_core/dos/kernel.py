@@ -54,6 +54,7 @@ JFT_SIZE = 20
 MAX_SFT = 40
 ENV_PARAGRAPHS = 32               # the shell's master environment: 512 bytes
 LASTDRIVE = 5                     # drives A: to E: exist for AH=0Eh
+INDOS_OFFSET = 0x41               # the InDOS flag (AH=34h) at ROOT_PSP:0041h, always 0
 WAIT = "wait"
 JUMPED = "jumped"
 
@@ -612,7 +613,6 @@ class Dos:
         return self.terminate(r, 0, TERM_TSR, (r.dx + 15) // 16)
 
     def _svc_int23(self, r):
-        self.con_write(b"^C\r\n")
         return self.terminate(r, 0, TERM_CTRL_C)
 
     def _svc_int29(self, r):
@@ -716,7 +716,10 @@ class Dos:
         return ch
 
     def ctrl_c(self, r):
-        """Ctrl-C seen while checking: run INT 23h (our default terminates)."""
+        """Ctrl-C seen while checking: echo ^C, run INT 23h (our default
+        ends the program; a program's handler that IRETs makes the call
+        start again)."""
+        self.con_write(b"^C\r\n")
         seg, off = self.mem.vector(0x23)
         if (seg, off) == (dosrom.DOS_SEGMENT, self.label("int23")):
             return self._svc_int23(r)
@@ -1351,6 +1354,100 @@ class Dos:
             self.strategy = r.bx
         else:
             raise DosError(E_INVALID_FUNCTION)
+
+    def f67(self, r):
+        """Set the handle count: a table of more than 20 handles moves into
+        a block of its own (owned by the PSP)."""
+        want = r.bx
+        addr, size = self.jft()
+        base = linear(self.current_psp, 0)
+        if want <= JFT_SIZE:
+            return None
+        if want > 255:
+            raise DosError(E_TOO_MANY_FILES)
+        if want <= size:
+            return None
+        old = bytes(self.mem.read(addr, size))
+        seg = self.allocate((want + 15) // 16, self.current_psp)
+        self.mem.write(linear(seg, 0), old + b"\xff" * (want - size))
+        self.mem.ww(base + 0x32, want)
+        self.mem.ww(base + 0x34, 0)
+        self.mem.ww(base + 0x36, seg)
+
+    def f68(self, r):
+        self.handle_entry(r.bx)                # commit: host writes are not buffered
+
+    def f34(self, r):
+        r.es, r.bx = ROOT_PSP, INDOS_OFFSET
+
+    def f38(self, r):
+        if r.al == 0 and r.dx != 0xFFFF:
+            info = bytearray(34)
+            info[0:2] = (0).to_bytes(2, "little")          # date format: USA (m d y)
+            info[2:4] = b"$\0"                            # currency symbol
+            info[7:9] = b",\0"                            # thousands separator
+            info[9:11] = b".\0"                           # decimal separator
+            info[11:13] = b"-\0"                          # date separator
+            info[13:15] = b":\0"                          # time separator
+            info[15] = 0                                   # currency before, no space
+            info[16] = 2                                   # digits after the decimal point
+            info[17] = 0                                   # 12-hour clock
+            info[18:20] = self.label("case_map").to_bytes(2, "little")
+            info[20:22] = dosrom.DOS_SEGMENT.to_bytes(2, "little")
+            info[22:24] = b",\0"                          # list separator
+            self.mem.write(linear(r.ds, r.dx), bytes(info))
+            r.bx = 1
+            r.ax = 1
+        elif r.dx == 0xFFFF and (r.al == 1 or (r.al == 0xFF and r.bx == 1)):
+            pass                                           # set country: USA only
+        else:
+            raise DosError(E_FILE_NOT_FOUND)               # (DOS: no such country)
+
+    def f29(self, r):
+        """Parse a file name into an FCB (DS:SI text, ES:DI FCB, AL options)."""
+        opts = r.al
+        addr = linear(r.ds, r.si)
+        text = bytes(self.mem.read(addr, 128))
+        i = 0
+        while i < len(text) and text[i] in b" \t":
+            i += 1
+        if opts & 1:
+            while i < len(text) and text[i] in b":.;,=+ \t":
+                i += 1
+        fcb = linear(r.es, r.di)
+        result = 0
+        if i + 1 < len(text) and text[i + 1] == ord(":") and chr(text[i]).isalpha():
+            number = ord(chr(text[i]).upper()) - ord("A") + 1
+            if chr(text[i]).upper() not in self.drives:
+                result = 0xFF
+            self.mem.wb(fcb, number)
+            i += 2
+        elif not opts & 2:
+            self.mem.wb(fcb, 0)
+        stops = b' \t."/\\[]:|<>+=;,\r\n\0'
+
+        def field(i, width):
+            out = ""
+            while i < len(text) and text[i] not in stops and text[i] >= 0x20:
+                ch = chr(text[i]).upper()
+                if ch == "*":
+                    out = (out + "?" * width)[:width]
+                elif len(out) < width:
+                    out += ch
+                i += 1
+            return i, out
+        i, name = field(i, 8)
+        if name or not opts & 4:
+            self.mem.write(fcb + 1, (name.ljust(8)[:8]).encode("latin-1"))
+        ext = ""
+        if i < len(text) and text[i] == ord("."):
+            i, ext = field(i + 1, 3)
+        if ext or not opts & 8:
+            self.mem.write(fcb + 9, (ext.ljust(3)[:3]).encode("latin-1"))
+        if result != 0xFF and "?" in bytes(self.mem.read(fcb + 1, 11)).decode("latin-1"):
+            result = 1
+        r.si = (r.si + i) & 0xFFFF
+        r.al = result
 
     # -- processes -----------------------------------------------------------
     def f4b(self, r):

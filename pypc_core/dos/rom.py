@@ -33,6 +33,7 @@ def build_dos_rom():
     # INT 25h/26h (absolute disk read/write): no disk behind a host folder
     b.label("int25").emit(0xB8, 0x02, 0x80, 0xF9, 0xCB)      # mov ax,8002h / stc / retf
     b.label("dummy_iret").emit(IRET)                         # INT 28h, 2Ah, 2Fh
+    b.label("case_map").emit(0xCB)                           # country case map: RETF
     # CALL 5 (CP/M-style entry at PSP:0005, a near call from the program
     # followed by our far call): turn the two return addresses into one far
     # return to the caller, then INT 21h with AH=CL

@@ -14,6 +14,7 @@ PROGRAMS = {
     "parent": "parent.com",
     "child": "child.com",
     "conio": "conio.com",
+    "sysfn": "sysfn.com",
 }
 
 
