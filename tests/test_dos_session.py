@@ -165,3 +165,39 @@ def test_a_restored_state_repeats_the_run(tmp_path):
         s.delete_checkpoint(cp)
         with pytest.raises(SessionError):
             s.restore(cp)
+
+
+def test_step_over_a_call_an_int_21h_and_a_rep_movsb(tmp_path):
+    progs.install(tmp_path, "stepover")
+    with DosSession(str(tmp_path / "STEPOVER.COM")) as s:
+        cs = s.start()["cs"]
+        mark = s.add_breakpoint(cs, 0x0118)              # the final INT 21h
+        listed = s.list_breakpoints()
+        assert s.step("over") == {"kind": "step", "cs": cs, "ip": 0x0103}
+        assert s.registers["bx"] == 2                   # sub1 and sub2 ran
+        s.step()
+        s.step()
+        assert s.step("over") == {"kind": "step", "cs": cs, "ip": 0x0109}
+        assert s.dos.console_out == b"A"
+        for _ in range(4):
+            s.step()
+        assert s.registers["ip"] == 0x0113
+        assert s.step("over") == {"kind": "step", "cs": cs, "ip": 0x0115}
+        assert s.read_memory(cs, 0x0128, 5) == b"hello" and s.registers["cx"] == 0
+        assert s.step("over")["ip"] == 0x0118                   # not call-like: one step
+        assert s.list_breakpoints() == listed
+        assert s.step("over") == {"kind": "program_exit", "exit_code": 0}
+        assert mark in [b["breakpoint_id"] for b in s.list_breakpoints()]
+
+
+def test_step_over_stops_at_a_breakpoint_inside_the_call(tmp_path):
+    progs.install(tmp_path, "stepover")
+    with DosSession(str(tmp_path / "STEPOVER.COM")) as s:
+        cs = s.start()["cs"]
+        bp = s.add_breakpoint(cs, 0x0121)               # sub2
+        stop = s.step("over")
+        assert stop == {"kind": "breakpoint", "cs": cs, "ip": 0x0121, "breakpoint_id": bp}
+        assert s.step("over") == {"kind": "step", "cs": cs, "ip": 0x0122}
+        with pytest.raises(SessionError) as err:
+            s.step("sideways")
+        assert err.value.reason == "INVALID_PARAMS"

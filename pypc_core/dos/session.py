@@ -25,6 +25,7 @@ linear addresses; the session owns the ones it set and the one on the DOS's
 """
 
 from ..cpu import state as S
+from ..cpu.disasm import disassemble_range
 from ..errors import PypcError
 from ..machine import CPU_HZ, Machine, MachineConfig
 from .kernel import DosConfig
@@ -165,12 +166,23 @@ class DosSession:
         return [{"breakpoint_id": bp, "linear": address} for bp, address in self.breakpoints.items()]
 
     # -- running -----------------------------------------------------------------------
-    def step(self):
-        """Execute one instruction (an INT 21h service counts as one once the
-        CPU is on the DOS's trap); returns the stop (``step`` or
+    def step(self, mode="into", max_seconds=60.0):
+        """``into``: execute one instruction (an INT 21h service counts as
+        one once the CPU is on the DOS's trap).  ``over``: a CALL, INT,
+        LOOP or REP string instruction runs through to the next instruction
+        (back at the same stack depth or above) -- unless a breakpoint, the
+        program's end or ``max_seconds`` of emulated time comes first.
+        Returns the stop (``step``, ``breakpoint``, ``pause`` or
         ``program_exit``)."""
+        if mode not in ("into", "over"):
+            raise SessionError(f"step mode {mode!r}: 'into' or 'over'", "INVALID_PARAMS")
         self._require_stopped()
         m = self.machine
+        if mode == "over":
+            r = m.cpu.r
+            insn = disassemble_range(m.memory.read_byte, r.cs, r.ip, 1)[0]
+            if insn.call_like:
+                return self._run_to(r.cs, insn.next_ip, r.ss, r.sp, max_seconds)
         self._skip_breakpoint_here()
         m.step()
         if m.cpu.pc == self._exit_bp or m.dos.exited:
@@ -195,6 +207,33 @@ class DosSession:
         if m.dos.exited:
             return self._exited()
         return self._stopped("pause")
+
+    def _run_to(self, cs, ip, ss, sp, max_seconds):
+        """Run until CS:IP with SS:SP at or above ``sp`` (a temporary
+        breakpoint; the session's own are left as they are)."""
+        m = self.machine
+        xflags = m.memory.xflags
+        target = ((cs << 4) + ip) & 0xFFFFF
+        had = xflags[target] & S.XF_BREAKPOINT
+        xflags[target] |= S.XF_BREAKPOINT
+        end = m.clock() + int(max_seconds * CPU_HZ)
+        try:
+            while True:
+                left = max(1, end - m.clock()) / CPU_HZ
+                stop = self.resume(max_seconds=left)
+                r = m.cpu.r
+                at_target = (stop["kind"] in ("breakpoint",) and m.cpu.pc == target
+                             and r.cs == cs and r.ss == ss and r.sp >= sp)
+                if at_target:
+                    ids = stop.get("breakpoint_id")
+                    return self._stopped("step") if ids is None else stop
+                if stop["kind"] == "breakpoint" and stop.get("breakpoint_id") is None \
+                        and m.cpu.pc == target and m.clock() < end:
+                    continue                  # the same place deeper in the stack
+                return stop
+        finally:
+            if not had:
+                xflags[target] &= ~S.XF_BREAKPOINT & 0xFF
 
     def stop(self):
         """End the program (as a Ctrl-Break would, level by level, back to

@@ -15,6 +15,7 @@ PROGRAMS = {
     "child": "child.com",
     "conio": "conio.com",
     "sysfn": "sysfn.com",
+    "stepover": "stepover.com",
 }
 
 
