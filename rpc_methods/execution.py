@@ -14,6 +14,9 @@ from pypc_core import hookimpl
 from pypc_core.rpc import params as P
 from pypc_core.rpc.controller import Park
 from pypc_core.rpc.errors import invalid, not_paused
+from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles
+
+from . import breakpoints
 
 MAX_WAIT_MS = 60000
 
@@ -64,6 +67,34 @@ def step(ctl, params):
     return entry
 
 
+def run_until(ctl, params):
+    if ctl.running:
+        raise not_paused("execution.run_until")
+    _refuse_if_busy(ctl, "execution.run_until")
+    predicate = params.get("predicate")
+    if predicate is None and "max_emulated_ns" not in params:
+        raise invalid("execution.run_until needs a predicate and/or max_emulated_ns",
+                      field="predicate")
+    if predicate is not None and "once" in predicate:
+        raise invalid("a run_until predicate is always one-shot: leave out once",
+                      field="predicate.once")
+    requested = None
+    if "max_emulated_ns" in params:
+        requested = P.number(params["max_emulated_ns"], "max_emulated_ns", 1, (1 << 64) - 1)
+    pid = ctl.extensions.get("next_until", 1)
+    bp = None
+    if predicate is not None:
+        bp, _ = breakpoints.build(ctl, predicate, f"until-{pid}", predicate=True)
+    ctl.extensions["next_until"] = pid + 1
+    op = ctl.new_operation("run_until", predicate=bp.id if bp is not None else None)
+    if requested is not None:
+        op.start = ctl.machine.clock()
+        op.requested_ns = requested
+        op.deadline = ns_to_cycles(cycles_to_ns(op.start) + requested)
+    ctl.resume(op)
+    return {"operation_id": op.id, "predicate_id": f"until-{pid}", "state": "running"}
+
+
 def _done(op):
     return {"state": "stopped", "stop_reason": op.stop}
 
@@ -83,4 +114,4 @@ def wait(ctl, params):
 def pypc_rpc_methods():
     return {"execution.pause": pause, "execution.continue": resume,
             "execution.go": resume, "execution.step": step,
-            "execution.wait": wait}
+            "execution.wait": wait, "execution.run_until": run_until}

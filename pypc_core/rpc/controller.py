@@ -28,6 +28,7 @@ import time
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
 from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from .stops import check_at_boundary, contract_stop, cycles_to_ns
 
 MAX_OPERATIONS = 256
 PAUSED_POLL_S = 0.05            # a paused loop returns this often to its caller
@@ -73,13 +74,16 @@ class Park:
 
 
 class Operation:
-    __slots__ = ("id", "kind", "stop", "predicate")
+    __slots__ = ("id", "kind", "stop", "predicate", "deadline", "requested_ns", "start")
 
     def __init__(self, op_id, kind, predicate=None):
         self.id = op_id
         self.kind = kind                # continue | run_until | step
         self.stop = None                # the stop object once done
-        self.predicate = predicate
+        self.predicate = predicate      # run_until: the machine breakpoint id
+        self.deadline = None            # run_until: the emulated-time limit (cycle)
+        self.requested_ns = None
+        self.start = None
 
 
 class Controller:
@@ -104,6 +108,10 @@ class Controller:
         self.parked = []                # [(Request, Park)]
         self.pressed = set()            # host-enqueued make codes still held
         self.extensions = {}            # per-group state (traces, snapshots, ...)
+        self.bp_meta = {}               # machine breakpoint id -> stops.BreakpointMeta
+        self.at_slice_boundary = False  # the last run ended on its budget, not a stop
+        self.slice_hooks = []           # fn(ctl) after every slice/step (traces, history)
+        self.limit_hooks = []           # fn(ctl, cycles) -> cycles: cap a slice
         self.slice = PACED_SLICE
         self.requests_served = 0
         self.stopped = threading.Event()
@@ -170,18 +178,28 @@ class Controller:
         self.active = op
         self.running = True
         self.last_stop = None
-        hook = self.extensions.get("on_resume")
-        if hook is not None:
-            hook(self)
+        self.at_slice_boundary = False      # resuming lets the stop's breakpoint through
 
     def stop_now(self, stop):
         """The machine stops (pause, breakpoint, predicate, step done):
         record ``stop`` and complete the active operation with it."""
         self.running = False
         self.last_stop = stop
-        if self.active is not None:
-            self.active.stop = stop
+        self.at_slice_boundary = False
+        op = self.active
+        if op is not None:
+            op.stop = stop
             self.active = None
+            self._drop_predicate(op)
+
+    def _drop_predicate(self, op):
+        if op.predicate is not None:
+            meta = self.bp_meta.pop(op.predicate, None)
+            try:
+                self.machine.breakpoints.remove(op.predicate)
+            except Exception:
+                pass                        # a one-shot predicate removed itself
+            del meta
 
     def make_stop(self, kind, **fields):
         stop = {"kind": kind}
@@ -283,41 +301,71 @@ class Controller:
         op = self.pending_step
         self.pending_step = None
         before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
-        runner = self.extensions.get("step")
-        stop = runner(self) if runner is not None else None
-        if stop is None:
-            self.machine.step()
-            stop = self.make_stop("step")
+        stop = self.machine.step()
         if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before:
             self.extra_revision += 1           # a HLT wait is a Tick too
-            stop["registers"]["state_revision"] = self.revision
+        result = contract_stop(self, stop) or self.make_stop("step")
         self.running = False
-        self.last_stop = stop
-        op.stop = stop
+        self.last_stop = result
+        self.at_slice_boundary = False
+        op.stop = result
+        for hook in self.slice_hooks:
+            hook(self)
 
     def _run_slice(self, target):
         m = self.machine
         ctl = self.cpu.ctl
+        if self.at_slice_boundary:
+            stop = check_at_boundary(m)
+            if stop is not None:
+                self.stop_now(contract_stop(self, stop))
+                return
         now = int(ctl[S.C_CYCLES])
         n = min(self.slice, target - now)
+        op = self.active
+        if op is not None and op.deadline is not None:
+            n = max(1, min(n, op.deadline - now))
+        for hook in self.limit_hooks:
+            n = max(1, min(n, hook(self, n)))
         before = int(ctl[S.C_INSTRUCTIONS])
-        runner = self.extensions.get("run")
         t0 = time.perf_counter()
-        if runner is not None:
-            stop = runner(self, now + n)
-        else:
-            m.run_until_cycle(now + n)
-            stop = None
+        stop = m.run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0
         if int(ctl[S.C_INSTRUCTIONS]) == before and int(ctl[S.C_CYCLES]) > now:
             self.extra_revision += 1            # the CPU sat in HLT
-        if stop is not None:
-            self.stop_now(stop)
+        result = contract_stop(self, stop)
+        for hook in self.slice_hooks:
+            hook(self)
+        if result is not None:
+            self.stop_now(result)
+            return
+        self.at_slice_boundary = True
+        if op is not None and op.deadline is not None and m.clock() >= op.deadline:
+            self.stop_now(self._deadline_stop(op))
+            return
+        if stop.kind == "halt":
+            # HLT with interrupts off: nothing runs until an NMI; wait for requests
+            self._block(0.005)
+            return
         if m.scheduler.speed:
             self.slice = PACED_SLICE
         elif elapsed > 0:
             want = int(self.slice * TURBO_SLICE_S / elapsed)
             self.slice = max(MIN_SLICE, min(MAX_SLICE, (self.slice + want) // 2))
+
+    def _deadline_stop(self, op):
+        now = self.machine.clock()
+        start_ns = cycles_to_ns(op.start)
+        deadline_ns = start_ns + op.requested_ns
+        actual_ns = cycles_to_ns(now)
+        return self.make_stop("emulated_time_limit", emulated_time_ns=actual_ns,
+                              emulated_time_limit={
+                                  "requested_duration_ns": op.requested_ns,
+                                  "start_emulated_time_ns": start_ns,
+                                  "deadline_emulated_time_ns": deadline_ns,
+                                  "actual_stop_emulated_time_ns": actual_ns,
+                                  "reached": actual_ns >= deadline_ns,
+                                  "overshoot_ns": max(0, actual_ns - deadline_ns)})
 
     def run_until_cycle(self, target, wall_timeout=PAUSED_POLL_S):
         """Run towards emulated cycle ``target``, serving requests.  Returns

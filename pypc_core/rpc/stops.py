@@ -1,0 +1,142 @@
+"""Machine stops (``pypc_core.debugger.Stop``) in the contract's shape, and
+the breakpoint descriptors the RPC keeps beside the machine's breakpoint
+table.
+
+The machine's table knows linear addresses and parsed conditions; the RPC
+remembers what the client asked for (the address space and form, the
+condition triple, the interrupt event) in :class:`BreakpointMeta`, keyed by
+the table's id, so descriptors and stops show the client's own terms."""
+
+import attrs
+
+from ..cpu import state as S
+
+NS_PER_CYCLE_NUM = 1_000_000_000
+CONTRACT_HZ = 4_770_000             # the contract's ns <-> cycles factor
+
+
+def cycles_to_ns(cycles):
+    return int(cycles) * NS_PER_CYCLE_NUM // CONTRACT_HZ
+
+
+def ns_to_cycles(ns):
+    """The first cycle at or after ``ns`` nanoseconds."""
+    return -(-int(ns) * CONTRACT_HZ // NS_PER_CYCLE_NUM)
+
+
+@attrs.define
+class BreakpointMeta:
+    rpc_id: str                 # bp-N or until-N
+    kind: str                   # the contract's kind name
+    once: bool
+    skip: int
+    every: int
+    address: dict = None        # normalised address object (execution, memory)
+    length: int = 1
+    condition: dict = None      # {register, operator, value}
+    event: dict = None          # interrupt: {type, number, ah?, al?}
+    predicate: bool = False     # a run_until predicate (never listed)
+
+    def descriptor(self, hits):
+        d = {"breakpoint_id": self.rpc_id, "kind": self.kind, "once": self.once,
+             "hit_filter": {"skip": self.skip, "every": self.every}, "hit_count": hits}
+        if self.event is not None:
+            d["event"] = dict(self.event)
+        else:
+            d["address"] = dict(self.address)
+            d["length"] = self.length
+        if self.condition is not None:
+            d["condition"] = dict(self.condition)
+        return d
+
+
+def segmented(cs, ip):
+    return {"space": "segmented", "segment": int(cs), "offset": int(ip)}
+
+
+def contract_stop(ctl, stop):
+    """The contract's stop object for a machine Stop, or None when the run
+    simply used its budget (or the CPU sits in HLT with interrupts off)."""
+    kind = stop.kind
+    if kind in ("budget", "halt"):
+        return None
+    if kind == "pause":
+        return ctl.make_stop("pause")
+    if kind == "step":
+        return ctl.make_stop("step")
+    if kind == "fault":
+        return ctl.make_stop("fault", message=str(stop.detail.get("message", "core fault")))
+    bp = stop.breakpoint
+    meta = ctl.bp_meta.get(bp.id) if bp is not None else None
+    if meta is None:
+        # a stop from something the RPC did not create (an old-style flag)
+        return ctl.make_stop("pause")
+    fields = {}
+    if meta.predicate:
+        kind = "run_until"
+        fields["predicate_id"] = meta.rpc_id
+    else:
+        kind = "breakpoint"
+        fields["breakpoint_id"] = meta.rpc_id
+    if meta.event is not None:
+        intr = stop.interrupt or {}
+        fields["event"] = {"type": "software_interrupt", "phase": "before_handler",
+                           "number": int(intr.get("number", meta.event["number"])),
+                           "ah": int(intr.get("ah", 0)), "al": int(intr.get("al", 0))}
+    else:
+        fields["address"] = dict(meta.address)
+        if meta.kind != "execution":
+            fields["length"] = meta.length
+    fields["hit_count"] = int(bp.hits)
+    acc = stop.access
+    if acc is not None and acc.get("space") == "memory":
+        access = {"kind": "memory_read" if acc["kind"] == "read" else "memory_write",
+                  "address": {"space": "linear", "offset": int(acc["address"])},
+                  "byte_count": int(acc.get("width", 1)),
+                  "instruction_address": segmented(acc["cs"], acc["ip"]),
+                  "new_value": int(acc["value"])}
+        if acc.get("old") is not None:
+            access["old_value"] = int(acc["old"])
+        fields["access"] = access
+    return ctl.make_stop(kind, **fields)
+
+
+def int_at(mem, cs, ip):
+    """The INT number of the instruction at CS:IP (after prefixes), or None."""
+    k = 0
+    def byte(n):
+        return int(mem[((cs << 4) + ((ip + n) & 0xFFFF)) & 0xFFFFF])
+    while k < 16 and byte(k) in (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3):
+        k += 1
+    op = byte(k)
+    if op == 0xCC:
+        return 3
+    if op == 0xCD:
+        return byte(k + 1)
+    if op == 0xCE:
+        return 4
+    return None
+
+
+def check_at_boundary(machine):
+    """Before a run continues at the CS:IP where the last *slice* (not a
+    stop) ended: ``Machine.run_until_cycle`` lets the execution or INT
+    breakpoint at CS:IP through once, which is right when resuming from
+    that breakpoint's stop but would miss a hit at a slice boundary.  Judge
+    that breakpoint here instead, as the core would have; returns the Stop,
+    or None."""
+    cpu = machine.cpu
+    ctl = cpu.ctl
+    pc = cpu.pc
+    if machine.memory.xflags[pc] & S.XF_BREAKPOINT:
+        stop = machine._handle_exit(S.EXIT_BREAKPOINT)
+        if stop is not None:
+            return stop
+    if any(ctl[S.C_INT_MASK + i] for i in range(4)):
+        number = int_at(machine.memory.mem, int(cpu.regs[S.CS]), int(cpu.regs[S.IP]))
+        if number is not None and (int(ctl[S.C_INT_MASK + (number >> 6)]) >> (number & 63)) & 1:
+            if number == 4 and not cpu.regs[S.FLAGS] & S.F_OF:
+                return None
+            ctl[S.C_EXIT_VALUE] = number
+            return machine._handle_exit(S.EXIT_INT_BREAK)
+    return None
