@@ -32,7 +32,7 @@ from ..firmware.memio import Mem, linear
 from . import rom as dosrom
 from .errors import (
     DosConfigError, DosError, LoadError, ERROR_CLASS,
-    E_ACCESS_DENIED, E_BAD_ENVIRONMENT, E_BAD_FORMAT, E_CURRENT_DIRECTORY,
+    E_ACCESS_DENIED, E_BAD_ENVIRONMENT, E_CURRENT_DIRECTORY,
     E_FILE_EXISTS, E_FILE_NOT_FOUND, E_INVALID_ACCESS, E_INVALID_BLOCK,
     E_INVALID_DRIVE, E_INVALID_FUNCTION, E_INVALID_HANDLE, E_MCB_DESTROYED,
     E_NO_MEMORY, E_NO_MORE_FILES, E_NOT_SAME_DEVICE, E_PATH_NOT_FOUND,
@@ -1283,12 +1283,11 @@ class Dos:
     def f44(self, r):
         al = r.al
         if al in (0x08, 0x09):
-            letter = self.drive_letter(r.bl)
+            self.drive_letter(r.bl)            # DosError 0Fh for a drive that is not there
             if al == 0x08:
                 r.ax = 1                       # not removable
             else:
-                r.dx = 0
-            del letter
+                r.dx = 0                       # local
             return
         idx, entry = self.handle_entry(r.bx)
         if al == 0x00:

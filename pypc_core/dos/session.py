@@ -28,7 +28,6 @@ from ..cpu import state as S
 from ..cpu.disasm import disassemble_range
 from ..errors import PypcError
 from ..machine import CPU_HZ, Machine, MachineConfig
-from .kernel import DosConfig
 from .launch import prepare_program
 
 STATES = ("created", "stopped", "running", "exited", "failed")
