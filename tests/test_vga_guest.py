@@ -56,7 +56,7 @@ def run_phases(name, tmp_path, phases):
     frame, text, cells and cursor, then let it go on."""
     rec = {}
     img = program_image(tmp_path, name)
-    m = Machine(MachineConfig(floppy_a=img, plugins=["vga"], cow=True))
+    m = Machine(MachineConfig(floppy_a=img, plugins=["vga", "fdc"], cow=True))
     try:
         for n in range(1, phases + 1):
             assert run_to_phase(m, n, TIMEOUT_S), f"phase {n} not reached"
@@ -66,7 +66,7 @@ def run_phases(name, tmp_path, phases):
                       "resolution": v.resolution(), "dac": v.dac_rgb()}
             m.memory.write(GO_BYTE, bytes([n]))
         assert run_to_done(m, TIMEOUT_S)
-        rec["slots"] = slots(m, 25)
+        rec["slots"] = slots(m, 32)
         rec["machine_video"] = m.video
     finally:
         m.close()
@@ -75,7 +75,7 @@ def run_phases(name, tmp_path, phases):
 
 @pytest.fixture(scope="module")
 def int10(tmp_path_factory):
-    return run_phases("vga_int10", tmp_path_factory.mktemp("vga_int10"), 9)
+    return run_phases("vga_int10", tmp_path_factory.mktemp("vga_int10"), 13)
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +98,24 @@ def test_int10_results(int10):
     assert s[18] == 0x2F50                            # 'P' on page 1
     assert s[19:24] == [0x280D, 0x500E, 0x5010, 0x2804, 0x5006]
     assert s[24] == 3                                 # pixel (9,6) in mode 10h
+    assert s[25:29] == [0x2800, 0x2801, 0x5002, 0x2805]
+
+
+@pytest.mark.parametrize("phase,mode,columns,size", [
+    (10, 0, 40, (360, 400)), (11, 1, 40, (360, 400)), (12, 2, 80, (720, 400))])
+def test_int10_text_modes_0_to_2(int10, phase, mode, columns, size):
+    r = int10[phase]
+    assert r["resolution"] == size and r["page"]["columns"] == columns
+    assert r["page"]["graphics_mode"] == (1 if columns == 40 else 3)
+    assert r["text"][0] == f"MODE {mode}" and len(r["text"]) == 25
+    glyph = FONT_8X16[ord("M") * 16:ord("M") * 16 + 16]
+    cell = r["frame"][0:16, 0:9]
+    expected = np.zeros((16, 9, 3), np.uint8)
+    for y in range(16):
+        for x in range(8):
+            if glyph[y] & (0x80 >> x):
+                expected[y, x] = STANDARD[7]
+    assert_frame(cell, expected)
 
 
 def test_int10_mode13_frame(int10):
@@ -160,6 +178,7 @@ def test_int10_text_pages_and_fonts(int10):
     (7, (640, 350), list(range(16))),
     (8, (320, 200), [0, 11, 13, 15]),
     (9, (640, 200), [0, 15]),
+    (13, (320, 200), [0, 11, 13, 15]),
 ])
 def test_int10_graphics_modes(int10, phase, size, colours):
     r = int10[phase]
@@ -276,7 +295,7 @@ def test_machine_state_round_trip_in_mode_x(tmp_path):
     results = []
     saved = None
     for attempt in range(2):
-        m = Machine(MachineConfig(floppy_a=img, plugins=["vga"], cow=True))
+        m = Machine(MachineConfig(floppy_a=img, plugins=["vga", "fdc"], cow=True))
         try:
             if saved is None:
                 for n in range(1, 5):

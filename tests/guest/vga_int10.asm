@@ -24,8 +24,11 @@
 ;  19  AX of AH=0Fh in mode 0Dh (280Dh)   20  in mode 0Eh (500Eh)
 ;  21  in mode 10h (5010h)                22  in mode 4 (2804h)   23 in mode 6 (5006h)
 ;  24  AL of AH=0Dh at (9,6) in mode 10h (0003h)
+;  25-28  AX of AH=0Fh in modes 0, 1, 2, 5 (2800h, 2801h, 5002h, 2805h)
 ; Phases: 1 mode 13h drawn, 2 mode 12h, 3 text page 1 shown, 4 text with the
-; 8x8 font (50 rows), 5 mode 0Dh, 6 mode 0Eh, 7 mode 10h, 8 mode 4, 9 mode 6.
+; 8x8 font (50 rows), 5 mode 0Dh, 6 mode 0Eh, 7 mode 10h, 8 mode 4, 9 mode 6,
+; 10-12 modes 0, 1, 2 with "MODE n" written by teletype, 13 mode 5 (pixels
+; as in mode 4).
 
         cpu 8086
         org 0x7C00
@@ -238,8 +241,41 @@ main:
         mov bl, 23
         call gmode
         sync 9
+        mov al, 0x00
+        mov bl, 25
+        call tmode
+        sync 10
+        mov al, 0x01
+        mov bl, 26
+        call tmode
+        sync 11
+        mov al, 0x02
+        mov bl, 27
+        call tmode
+        sync 12
+        mov al, 0x05
+        mov bl, 28
+        call gmode
+        sync 13
         mov si, nothing
         jmp finish
+
+; set text mode AL, store AH=0Fh's AX in slot BL, teletype "MODE n"
+tmode:
+        push ax
+        xor ah, ah
+        int 0x10
+        mov ah, 0x0F
+        int 0x10
+        xor bh, bh
+        shl bx, 1
+        mov [RES_BASE + bx], ax
+        mov si, msg_mode
+        call print
+        pop ax
+        add al, '0'
+        call putc
+        ret
 
 ; set mode AL, store AH=0Fh's AX in slot BL, draw pixel i in colour i at
 ; (3i, 2i) for i = 1..15 with AH=0Ch
@@ -268,6 +304,7 @@ msg12:      db "VGA12", 0
 msg_hello:  db "Hello VGA"
 msg_hello_len equ $ - msg_hello
 msg_row:    db "Row 48"
+msg_mode:   db "MODE ", 0
 nothing:    db 0
 
 %include "tail.inc"
