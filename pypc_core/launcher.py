@@ -87,11 +87,16 @@ def check_machine(machine, args):
 
 def run(args):
     check_args(args)
+    from .snapshot import cli as snapshot_cli
+    snapshot_cli.check(args)            # --load/--save-snapshot, --record, --replay
     from .dos import launch as dos_launch
     dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
     machine = Machine(config_from_args(args))
     try:
         check_machine(machine, args)
+        snapshot_cli.before_run(machine, args)
+        if getattr(args, "replay", None):
+            return snapshot_cli.run_replay(machine, args)
         if args.headless:
             if machine.dos is not None:
                 return dos_launch.run_headless(machine, args)
@@ -103,7 +108,11 @@ def run(args):
                 return machine.dos.exit_code
         return result
     finally:
-        machine.close()
+        try:
+            if sys.exc_info()[0] is None:
+                snapshot_cli.after_run(machine, args)     # --record, --save-snapshot
+        finally:
+            machine.close()
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

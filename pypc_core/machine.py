@@ -687,17 +687,23 @@ class Machine:
     def screen_contains(self, text):
         return any(text in row for row in self.screen_text())
 
+    #: host-input recorder/replayer (``start_recording``, ``replay``):
+    #: ``hook(kind, data)`` returns False to drop live input during a replay
+    input_hook = None
+
     def press_keys(self, scancodes):
         """Send raw scan codes (make, or break = make | 80h), after anything
         still being typed, at the typist's pace."""
-        self.keyboard.type_scancodes(list(scancodes))
+        codes = list(scancodes)
+        if self.input_hook is not None and not self.input_hook("keys", codes):
+            return
+        self.keyboard.type_scancodes(codes)
         self.scheduler.invalidate()
 
     def type_text(self, text):
         """Type ``text`` (US layout; ``\\r`` or ``\\n`` is Enter) through the
         keyboard's typist, one byte every few milliseconds of emulated time."""
-        self.keyboard.type_scancodes(text_to_scancodes(text))
-        self.scheduler.invalidate()
+        self.press_keys(text_to_scancodes(text))
 
     def waiting_for_key(self):
         """True while the guest sits in the BIOS keyboard wait (INT 16h)
@@ -777,6 +783,65 @@ class Machine:
         self._set_intr(self.pic.intr_pending())
         self.ports.refresh()
         self.scheduler.invalidate()
+
+    # -- snapshots, checkpoints, recordings (pypc_core.snapshot) ---------------------
+    def save(self, path, disk_mode="auto", progress="auto"):
+        """Write the whole machine to the new bundle file ``path`` (see
+        ``machine.snapshot.export``); returns ``{path, bytes, sha256}``.
+        ``progress="auto"`` draws a bar on a terminal for large disks."""
+        from .snapshot import export_bundle
+        from .snapshot.progress import terminal_progress
+        if progress == "auto":
+            progress = terminal_progress(sum(d.size for d in self.disks.values()))
+        return export_bundle(self, path, disk_mode, progress=progress)
+
+    def load(self, path, disk_root=None, expected_sha256=None, references=None,
+             preserve_breakpoints=True, progress="auto"):
+        """Restore the bundle ``path`` (disks go to the new directory
+        ``disk_root``); refused bundles leave the machine unchanged."""
+        from .snapshot import import_bundle
+        from .snapshot.progress import terminal_progress
+        if progress == "auto":
+            try:
+                size = os.path.getsize(path)
+            except (OSError, TypeError, ValueError):
+                size = 0
+            progress = terminal_progress(size)
+        return import_bundle(self, path, disk_root, expected_sha256, references,
+                             preserve_breakpoints, progress)
+
+    def checkpoint(self):
+        """An in-memory checkpoint (state plus the contents of disks written
+        in place) for :meth:`restore`."""
+        from .snapshot import checkpoint
+        return checkpoint.take(self)
+
+    def restore(self, cp):
+        """Go back to a :meth:`checkpoint` (breakpoints stay as they are)."""
+        from .snapshot import checkpoint
+        checkpoint.restore(self, cp)
+
+    def start_recording(self):
+        """Record every host input (keys, typed text, serial input) with its
+        emulated cycle until :meth:`stop_recording`."""
+        from .snapshot.replay import Recorder
+        self._recorder = Recorder(self)
+        return self._recorder
+
+    def stop_recording(self, path=None):
+        """End the recording; returns it (and writes it to ``path``)."""
+        rec = getattr(self, "_recorder", None)
+        if rec is None:
+            raise MachineError("no recording is running (start_recording first)")
+        self._recorder = None
+        return rec.finish(path)
+
+    def replay(self, recording, speed=None):
+        """Replay a recording (a path or the dict ``stop_recording`` returned)
+        from this machine's current state to its end; returns ``{identical,
+        state_sha256, expected_sha256, ...}``."""
+        from .snapshot.replay import replay
+        return replay(self, recording, speed)
 
     @property
     def registers(self):

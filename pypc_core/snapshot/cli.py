@@ -1,0 +1,108 @@
+"""``pypc run`` options for snapshots and input recordings:
+
+``--load-snapshot FILE``      start from a bundle (disks go to ``--snapshot-disk-root``,
+                              default ``FILE.disks``, a new directory)
+``--save-snapshot FILE``      write a bundle when the run ends (a new file)
+``--snapshot-disk-mode MODE`` how ``--save-snapshot`` keeps disks (auto, embed, reference,
+                              reference-files)
+``--record FILE``             record every host input with its emulated cycle
+``--replay FILE``             replay a recording to its end instead of taking input;
+                              exit 0 when the machine ends in the recorded state
+"""
+
+import os
+import sys
+
+from ..errors import PypcError
+from .bundle import DISK_MODES
+
+
+def add_arguments(parser):
+    g = parser.add_argument_group("snapshots and recordings")
+    g.add_argument("--load-snapshot", metavar="FILE",
+                   help="start from this machine bundle (made by --save-snapshot or "
+                        "machine.snapshot.export) instead of powering on; give the same "
+                        "--plugins and drives as the machine that saved it")
+    g.add_argument("--snapshot-disk-root", metavar="DIR",
+                   help="new directory for the disks of --load-snapshot "
+                        "(default: FILE.disks)")
+    g.add_argument("--save-snapshot", metavar="FILE",
+                   help="write the machine to this new bundle file when the run ends")
+    g.add_argument("--snapshot-disk-mode", choices=DISK_MODES, default="auto",
+                   help="how --save-snapshot keeps the disks (default: %(default)s)")
+    g.add_argument("--record", metavar="FILE",
+                   help="record every host input (keys, typed text, serial input) with its "
+                        "emulated cycle into this new file")
+    g.add_argument("--replay", metavar="FILE",
+                   help="replay a --record file to its end (live input is ignored) and "
+                        "check that the machine ends in the recorded state (exit 0) or "
+                        "not (exit 1); any --speed or --turbo")
+    return parser
+
+
+def _new_file(option, path):
+    if os.path.lexists(path):
+        raise PypcError(f"{option} {path!r} already exists (it is never overwritten)")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise PypcError(f"{option} {path!r}: no such directory {folder!r}")
+
+
+def check(args):
+    """Bad combinations and paths, before anything is opened."""
+    load = getattr(args, "load_snapshot", None)
+    if load is not None and not os.path.isfile(load):
+        raise PypcError(f"--load-snapshot {load!r}: no such file")
+    if getattr(args, "snapshot_disk_root", None) and load is None:
+        raise PypcError("--snapshot-disk-root goes with --load-snapshot")
+    if getattr(args, "save_snapshot", None):
+        _new_file("--save-snapshot", args.save_snapshot)
+    if getattr(args, "record", None):
+        _new_file("--record", args.record)
+    replay = getattr(args, "replay", None)
+    if replay is not None:
+        if not os.path.isfile(replay):
+            raise PypcError(f"--replay {replay!r}: no such file")
+        for option, value in (("--record", getattr(args, "record", None)),
+                              ("--type", getattr(args, "type", None)),
+                              ("--until-text", getattr(args, "until_text", None))):
+            if value:
+                raise PypcError(f"--replay replays the recorded session to its end; "
+                                f"{option} cannot be added to it")
+
+
+def before_run(machine, args):
+    """Load the snapshot and start recording or replaying (after the
+    machine is built, before it runs)."""
+    load = getattr(args, "load_snapshot", None)
+    if load is not None:
+        root = getattr(args, "snapshot_disk_root", None) or load + ".disks"
+        machine.load(load, disk_root=root if machine.disks else None)
+    if getattr(args, "record", None):
+        machine.start_recording()
+
+
+def after_run(machine, args):
+    """When the run ends: finish the recording, save the snapshot."""
+    if getattr(args, "record", None) and getattr(machine, "_recorder", None) is not None:
+        machine.stop_recording(args.record)
+    if getattr(args, "save_snapshot", None):
+        out = machine.save(args.save_snapshot, getattr(args, "snapshot_disk_mode", "auto"))
+        sys.stderr.write(f"pypc: saved {out['path']} ({out['bytes']} bytes, "
+                         f"sha256 {out['sha256']})\n")
+
+
+def run_replay(machine, args):
+    """``--replay``: run the recording to its end at the configured speed,
+    print the screen, and report whether the end state is the recorded one."""
+    result = machine.replay(args.replay)
+    if machine.video is not None:
+        print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
+    if result["identical"]:
+        sys.stderr.write(f"pypc: replay ended in the recorded state at cycle "
+                         f"{result['clock']} (sha256 {result['state_sha256']})\n")
+        return 0
+    why = result["divergence"] or (f"state sha256 {result['state_sha256']}, recorded "
+                                   f"{result['expected_sha256']}")
+    sys.stderr.write(f"pypc: replay diverged: {why}\n")
+    return 1
