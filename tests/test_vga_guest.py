@@ -259,12 +259,69 @@ def test_ports_mode12(ports):
     assert_frame(r["frame"], expected)
 
 
+# -- the other modes, by ports ----------------------------------------------------------------
+AC_TEXT = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x14, 0x07,
+           0x38, 0x39, 0x3A, 0x3B, 0x3C, 0x3D, 0x3E, 0x3F]
+AC_200 = list(range(8)) + list(range(0x10, 0x18))
+AC_CGA4 = [0x00, 0x13, 0x15, 0x17]
+
+
+def custom_dac(i):
+    """The palette vga_portmodes.asm loads: entry i = (i, 2i mod 64, 63 - i)."""
+    return [six(i), six((2 * i) & 63), six(63 - i)]
+
+
+@pytest.fixture(scope="module")
+def portmodes(tmp_path_factory):
+    return run_phases("vga_portmodes", tmp_path_factory.mktemp("vga_portmodes"), 6)
+
+
+def test_portmodes_text40(portmodes):
+    r = portmodes[1]
+    assert r["resolution"] == (360, 400) and r["name"] == "Text40"
+    assert r["text"][0] == "MODE1"
+    glyph = FONT_8X16[ord("M") * 16:ord("M") * 16 + 16]
+    expected = np.zeros((16, 9, 3), np.uint8)
+    for y in range(16):
+        for x in range(9):
+            on = x < 8 and glyph[y] & (0x80 >> x)
+            if r["cursor"]["visible"] and 13 <= y <= 14:     # the table's cursor: 0Dh-0Eh at 0
+                on = True
+            expected[y, x] = custom_dac(AC_TEXT[14] if on else AC_TEXT[1])
+    assert r["cursor"]["row"] == 0 and r["cursor"]["column"] == 0
+    assert_frame(r["frame"][0:16, 0:9], expected)
+
+
+@pytest.mark.parametrize("phase,size", [(2, (320, 200)), (3, (640, 200)), (4, (640, 350))])
+def test_portmodes_planar(portmodes, phase, size):
+    r = portmodes[phase]
+    assert r["resolution"] == size
+    w, h = size
+    ac = AC_200 if h == 200 else AC_TEXT
+    row = np.array([custom_dac(ac[(x // 8) & 15]) for x in range(w)], np.uint8)
+    assert_frame(r["frame"], np.repeat(row[None], h, axis=0))
+
+
+def test_portmodes_cga(portmodes):
+    r = portmodes[5]
+    assert r["resolution"] == (320, 200)
+    row = np.array([custom_dac(AC_CGA4[(x // 4) & 3]) for x in range(320)], np.uint8)
+    assert_frame(r["frame"], np.repeat(row[None], 200, axis=0))
+    r = portmodes[6]
+    assert r["resolution"] == (640, 200)
+    lit, dark = custom_dac(0x17), custom_dac(0)
+    even = np.array([lit if x % 8 < 4 else dark for x in range(640)], np.uint8)
+    odd = np.array([dark if x % 8 < 4 else lit for x in range(640)], np.uint8)
+    expected = np.stack([even, odd] * 100)
+    assert_frame(r["frame"], expected)
+
+
 # -- the machine-facing surface ------------------------------------------------------------
 def test_vga_is_a_video_device(int10):
     assert isinstance(int10["machine_video"], VideoDevice)
 
 
-@pytest.mark.parametrize("name", ["vga_int10", "vga_ports"])
+@pytest.mark.parametrize("name", ["vga_int10", "vga_ports", "vga_portmodes"])
 def test_committed_bytes_match_the_source(name, tmp_path):
     nasm = find_nasm()
     if nasm is None:

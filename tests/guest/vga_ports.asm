@@ -28,6 +28,7 @@
         org 0x7C00
 %include "common.inc"
 %include "vgacommon.inc"
+%include "vgaregs.inc"
 
 ; the planes' test bytes sit at A000:FF00h (outside the visible 38400 bytes)
 WT      equ 0xFF00
@@ -368,63 +369,6 @@ puts:
         stosw
         jmp puts
 .d:     ret
-
-; program every register from the table at SI: misc, sequencer 1-4,
-; CRTC 0-18h, GC 0-8, AC 0-14h
-setregs:
-        outi 0x3C4, 0, 0x01         ; sequencer reset
-        mov dx, 0x3C2
-        lodsb
-        out dx, al
-        mov cl, 1
-.seq:   mov dx, 0x3C4
-        mov al, cl
-        out dx, al
-        inc dx
-        lodsb
-        out dx, al
-        inc cl
-        cmp cl, 5
-        jne .seq
-        outi 0x3C4, 0, 0x03
-        outi 0x3D4, 0x11, 0x00      ; unprotect CRTC 0-7
-        xor cl, cl
-.crtc:  mov dx, 0x3D4
-        mov al, cl
-        out dx, al
-        inc dx
-        lodsb
-        out dx, al
-        inc cl
-        cmp cl, 25
-        jne .crtc
-        call set_gc
-        mov dx, 0x3DA
-        in al, dx
-        xor cl, cl
-.ac:    mov dx, 0x3C0
-        mov al, cl
-        out dx, al
-        lodsb
-        out dx, al
-        inc cl
-        cmp cl, 21
-        jne .ac
-        outb 0x3C0, 0x20
-        ret
-
-set_gc:
-        xor cl, cl
-.gc:    mov dx, 0x3CE
-        mov al, cl
-        out dx, al
-        inc dx
-        lodsb
-        out dx, al
-        inc cl
-        cmp cl, 9
-        jne .gc
-        ret
 
 s_ports:    db "PORTS", 0
 s_page2:    db "PAGE2", 0
