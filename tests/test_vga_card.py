@@ -360,3 +360,26 @@ def test_pel_panning_and_preset_row_scan():
     t.port_write(0x3D5, 0x04)
     lit = [bool(row.any()) for row in t.frame(0)[0:12, 0:8]]
     assert lit == [bool(glyph[y + 4]) for y in range(12)]
+
+
+@pytest.mark.parametrize("mode,size", [(0x13, (640, 400)), (0x0E, (640, 400)),
+                                       (0x01, (720, 400)), (0x12, (640, 480))])
+def test_doubled_frame_and_png(mode, size, tmp_path):
+    import struct
+    import zlib
+    v = VGA()
+    set_mode(v, mode)
+    v.planes[:, 0] = 0xFF
+    img = v.frame_doubled()
+    assert img.shape == (size[1], size[0], 3)
+    path = tmp_path / "shot.png"
+    assert v.write_png(str(path), double=True) == path.stat().st_size
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", data[16:24])
+    assert (w, h) == size
+    # the picture inside is frame_doubled()
+    idat = data[data.index(b"IDAT") + 4:]
+    raw = zlib.decompressobj().decompress(idat)
+    rows = np.frombuffer(raw[:h * (1 + 3 * w)], np.uint8).reshape(h, 1 + 3 * w)
+    assert (rows[:, 1:].reshape(h, w, 3) == img).all()

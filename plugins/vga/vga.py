@@ -676,10 +676,14 @@ class VGA(Device):
         return self._to_rgb(self.frame_indices(frame))
 
     def frame_doubled(self, frame=None):
-        """``frame()`` scaled to at least 400 lines (200-line modes doubled)."""
+        """``frame()`` with its pixels doubled where the monitor shows them
+        doubled: lines of 200-line modes, dots of 320/360-wide ones (so
+        every mode comes out 640/720 x 350-480, about its shape on screen)."""
         img = self.frame(frame)
         if img.shape[0] and img.shape[0] < 300:
             img = np.repeat(img, 2, axis=0)
+        if img.shape[1] and img.shape[1] <= 360:
+            img = np.repeat(img, 2, axis=1)
         return img
 
     def _fetch(self, ma_rows, ra_rows, chars):
