@@ -28,7 +28,7 @@ import numpy as np
 
 from ..cpu import state as S
 from ..cpu.registers import Registers
-from ..firmware.memio import Mem, linear
+from ..firmware.memio import BDA_TICKS, BDA_TICKS_ROLLOVER, Mem, linear
 from . import rom as dosrom
 from .errors import (
     DosConfigError, DosError, LoadError, ERROR_CLASS,
@@ -1075,7 +1075,6 @@ class Dos:
         r.es, r.bx = self.mem.vector(r.al)
 
     def _ticks(self):
-        from ..firmware.memio import BDA_TICKS, BDA_TICKS_ROLLOVER
         if self.mem.rb(BDA_TICKS_ROLLOVER):
             self.mem.wb(BDA_TICKS_ROLLOVER, 0)
             self.date = next_day(*self.date)
@@ -1107,7 +1106,6 @@ class Dos:
     def f2d(self, r):
         h, m, s, hs = r.ch, r.cl, r.dh, r.dl
         if h < 24 and m < 60 and s < 60 and hs < 100:
-            from ..firmware.memio import BDA_TICKS
             total = ((h * 60 + m) * 60 + s) * 100 + hs
             # rounded up, so reading the time back gives at least what was set
             self.mem.wd(BDA_TICKS, -(-total * TICKS_PER_DAY // 8640000))
