@@ -162,3 +162,17 @@ def test_ctrl_c_ends_a_program_without_a_handler(tmp_path):
         assert code == 0 and m.dos.return_code == 0x0100       # exit type 1: Ctrl-C
     finally:
         m.close()
+
+
+def test_int_27h_stays_resident(tmp_path):
+    # mov dx,0200h / int 27h: keep 200h bytes (20h paragraphs) of the PSP block
+    (tmp_path / "TSR.COM").write_bytes(bytes([0xBA, 0x00, 0x02, 0xCD, 0x27]))
+    text, code, m = progs.run(tmp_path, "C:\\TSR.COM")
+    try:
+        assert code == 0 and m.dos.return_code == 0x0300        # exit type 3: resident
+        kept = [b for b in m.dos.memory_map() if b["name"] == "TSR"]
+        assert len(kept) == 1 and kept[0]["size"] == 0x20
+        assert kept[0]["owner"] == kept[0]["segment"]
+        assert m.memory.read(kept[0]["segment"] << 4, 2) == b"\xcd\x20"
+    finally:
+        m.close()
