@@ -87,13 +87,17 @@ def check_machine(machine, args):
 
 def run(args):
     check_args(args)
+    from . import frontends
+    frontends.check_args(args)          # --telnet-port, --vnc-port, --listen, --audio
     from .snapshot import cli as snapshot_cli
     snapshot_cli.check(args)            # --load/--save-snapshot, --record, --replay
     from .dos import launch as dos_launch
     dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
     machine = Machine(config_from_args(args))
+    viewers = None
     try:
         check_machine(machine, args)
+        viewers = frontends.start(machine, args)    # served after every run (run_hooks)
         snapshot_cli.before_run(machine, args)
         if getattr(args, "replay", None):
             return snapshot_cli.run_replay(machine, args)
@@ -112,6 +116,8 @@ def run(args):
             if sys.exc_info()[0] is None:
                 snapshot_cli.after_run(machine, args)     # --record, --save-snapshot
         finally:
+            if viewers is not None:
+                viewers.close()
             machine.close()
 
 

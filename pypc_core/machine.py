@@ -81,6 +81,11 @@ class Machine:
         self.bios = None
         self.dos = None                 # the built-in DOS (MachineConfig.dos)
         self.interrupts_taken = 0       # hardware interrupts dispatched (IRQs)
+        # viewers (pypc_core.frontends): functions called on the machine thread
+        # after every run or step, and the display epoch, which a restored
+        # state advances so that every viewer redraws the whole picture
+        self.run_hooks = []
+        self.display_epoch = 0
         self._closed = False
         try:
             self._build_chipset()
@@ -477,6 +482,8 @@ class Machine:
         if cpu.pc != pc_before:
             cpu.ctl[S.C_SKIP_BP] = 0
             cpu.ctl[S.C_SKIP_INT] = 0
+        for hook in self.run_hooks:
+            hook()
 
     def run_for(self, cycles):
         """Run ``cycles`` emulated cycles, or until a breakpoint, a halt, a
@@ -783,6 +790,12 @@ class Machine:
         self._set_intr(self.pic.intr_pending())
         self.ports.refresh()
         self.scheduler.invalidate()
+        self.new_display_epoch()
+
+    def new_display_epoch(self):
+        """The picture may have jumped (a snapshot was restored): viewers
+        send their next frame whole (the contract's display epoch)."""
+        self.display_epoch += 1
 
     # -- snapshots, checkpoints, recordings (pypc_core.snapshot) ---------------------
     def save(self, path, disk_mode="auto", progress="auto"):

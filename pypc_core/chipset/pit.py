@@ -403,6 +403,9 @@ class Pit8253(Device):
         self.on_out0 = on_out0
         self.irq = irq
         self.name = name
+        # called (no arguments) after a write that reprograms counter 2 or
+        # changes its gate: the speaker renderer (pypc_core.frontends.audio)
+        self.on_channel2_change = None
         self.reset()
 
     def attach(self, machine):
@@ -546,6 +549,9 @@ class Pit8253(Device):
         else:
             self.channels[index].write(k, value)
         self._report()
+        hook = self.on_channel2_change
+        if hook is not None and (index == 2 or (index == 3 and value >> 6 == 2)):
+            hook()
 
     # -- lines to the rest of the board -----------------------------------
     def set_gate(self, index, level):
@@ -554,6 +560,8 @@ class Pit8253(Device):
         self.channels[index].set_gate(k, level)
         self._report()
         self._publish()
+        if index == 2 and self.on_channel2_change is not None:
+            self.on_channel2_change()
 
     def set_gate2(self, level):
         """PPI port 61h bit 0."""

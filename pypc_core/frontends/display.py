@@ -1,0 +1,166 @@
+"""What the viewers see: copies of the screen that the machine thread
+publishes, and the keys they hand back.
+
+Viewers (the telnet and VNC sessions) run on their own threads and never
+touch the machine.  The machine thread calls :meth:`Display.service` between
+two runs of the CPU (at an instruction boundary, so nothing is half-updated);
+only while a viewer is waiting for a picture, and at most
+:attr:`Display.interval` seconds of host time apart, it renders the card's
+frame and/or text page and publishes them as one immutable
+:class:`Snapshot`.  With no viewer connected ``service`` returns at once.
+
+Keys typed in a viewer are queued here and given to the keyboard by the
+machine thread in ``service``; the contract allows that only under
+``--no-rpc`` (``keyboard=False`` drops them).
+
+The display epoch (``machine.display_epoch``) is carried in every snapshot:
+a viewer that sees it change (a snapshot was restored) redraws everything.
+"""
+
+import collections
+import threading
+import time
+
+import numpy as np
+
+DEFAULT_INTERVAL_S = 1 / 30       # host seconds between two published pictures
+
+
+class Snapshot:
+    """One published picture (read-only for viewers).
+
+    ``frame``: RGB ``uint8[H, W, 3]`` at the mode's native resolution (None
+    when no viewer asked for it); ``codes``/``attrs``: ``uint8[rows, cols]``
+    of the displayed text page (None when not asked for); ``cursor``: the
+    card's cursor dict; ``mode``, ``graphics``, ``blink`` (attribute bit 7
+    blinks), ``adapter``, ``epoch``, ``seq`` (publication number), ``clock``
+    (emulated cycle)."""
+
+    __slots__ = ("seq", "epoch", "clock", "adapter", "mode", "graphics", "frame",
+                 "codes", "attrs", "blink", "cursor")
+
+    def __init__(self, **fields):
+        for name in self.__slots__:
+            setattr(self, name, fields.get(name))
+
+
+def text_arrays(page):
+    """(codes, attrs) ``uint8[rows, cols]`` of a ``video.text`` record."""
+    cells = page["cells"]
+    codes = np.array([[c["code"] for c in row] for row in cells], dtype=np.uint8)
+    attrs = np.array([[c["attribute"] for c in row] for row in cells], dtype=np.uint8)
+    return codes, attrs
+
+
+class Display:
+    """The exchange between the machine thread and the viewer threads."""
+
+    def __init__(self, machine, keyboard=False, interval=DEFAULT_INTERVAL_S):
+        self.machine = machine
+        self.keyboard = keyboard
+        self.interval = interval
+        self._cond = threading.Condition()
+        self._snapshot = None
+        self._seq = 0
+        self._want_frame = 0            # viewers waiting for a frame
+        self._want_text = 0             # viewers waiting for text
+        self._urgent = False            # a viewer wants one now (first picture)
+        self._last = 0.0
+        self._keys = collections.deque()
+        self.viewers = 0                # connected sessions (any thread)
+        self.published = 0
+
+    # -- machine thread -----------------------------------------------------
+    def service(self):
+        """Publish a snapshot if a viewer waits for one and the interval has
+        passed; hand queued viewer keys to the keyboard.  Machine thread."""
+        if self._keys:
+            codes = []
+            while self._keys:
+                codes.extend(self._keys.popleft())
+            if self.keyboard and codes:
+                self.machine.press_keys(codes)
+        if not (self._want_frame or self._want_text):
+            return
+        now = time.perf_counter()
+        if not self._urgent and now - self._last < self.interval:
+            return
+        self._last = now
+        self.publish()
+
+    def publish(self):
+        """Render and publish now (machine thread)."""
+        m = self.machine
+        video = m.video
+        want_frame, want_text = self._want_frame, self._want_text
+        fields = {"epoch": getattr(m, "display_epoch", 0), "clock": m.clock()}
+        if video is None:
+            fields.update(adapter="none", mode="none", graphics=True,
+                          frame=np.zeros((200, 640, 3), dtype=np.uint8) if want_frame else None)
+        else:
+            graphics = bool(video.is_graphics())
+            fields.update(adapter=getattr(video, "adapter", "video"),
+                          mode=video.mode_name(), graphics=graphics,
+                          cursor=video.cursor())
+            if want_frame:
+                fields["frame"] = np.ascontiguousarray(video.frame(), dtype=np.uint8)
+            if want_text and not graphics:
+                fields["codes"], fields["attrs"] = text_arrays(video.text_page())
+                fields["blink"] = bool(getattr(video, "blink_enabled", lambda: True)())
+        with self._cond:
+            self._seq += 1
+            fields["seq"] = self._seq
+            self._snapshot = Snapshot(**fields)
+            self._urgent = False
+            self.published += 1
+            self._cond.notify_all()
+
+    # -- viewer threads -----------------------------------------------------
+    def latest(self):
+        return self._snapshot
+
+    def wait(self, after_seq, frame=False, text=False, timeout=None, urgent=False):
+        """A snapshot newer than ``after_seq`` that has what the caller needs
+        (``frame``, ``text``), or None after ``timeout`` host seconds (or
+        when :meth:`close` was called).  Any viewer thread."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            if frame:
+                self._want_frame += 1
+            if text:
+                self._want_text += 1
+            if urgent:
+                self._urgent = True
+            try:
+                while True:
+                    snap = self._snapshot
+                    if (snap is not None and snap.seq > after_seq
+                            and (not frame or snap.frame is not None)
+                            and (not text or snap.codes is not None or snap.graphics)):
+                        return snap
+                    if self.closed:
+                        return None
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return None
+                    self._cond.wait(remaining if remaining is not None else 0.5)
+            finally:
+                if frame:
+                    self._want_frame -= 1
+                if text:
+                    self._want_text -= 1
+
+    closed = False
+
+    def close(self):
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    def send_keys(self, codes):
+        """Queue scan codes typed in a viewer (dropped unless ``keyboard``).
+        Returns True when they will reach the guest."""
+        if not self.keyboard or not codes:
+            return False
+        self._keys.append(list(codes))
+        return True
