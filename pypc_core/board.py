@@ -331,7 +331,7 @@ class Board:
     def ports_changed(self):
         """Values the core answers for this card's ``peek`` ports changed
         outside a port access (an event, host input): re-read them."""
-        self._bp.ports.dirty = True
+        self._bp.ports.mark_dirty(self.name)
 
     def _fast(self, port, kind):
         if port not in self.claimed_ports:
@@ -358,7 +358,11 @@ class Board:
 
     def compiled_port(self, port, cfunc, context=None):
         """Reads and writes of ``port`` call a numba ``cfunc`` (``int64(voidptr
-        ctx, int64 port, int64 value, int64 op)``) inside the core."""
+        ctx, int64 port, int64 value, int64 op)``) inside the core: ``op & 1``
+        is 0 for a read (return the byte), 1 for a write of ``value``;
+        ``op >> 1`` is the emulated cycle of the access.  ``disable()`` /
+        ``enable()`` on the result switch the port to the card's Python
+        handlers (claimed with ``claim_ports``) and back."""
         self._fast(port, "compiled")
         return self._bp.ports.compiled(self.name, port, Handler.compiled(cfunc, context))
 

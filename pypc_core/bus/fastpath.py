@@ -223,11 +223,11 @@ class Compiled(FastPort):
         portmap.port_io[base + K_CTX] = handler.context
         self.enable()
 
-    def read(self, cycle=None):
-        return self.handler.read(self.port)
+    def read(self, cycle):
+        return self.handler.port_read(self.port, cycle)
 
-    def write(self, value):
-        self.handler.write(self.port, value)
+    def write(self, value, cycle):
+        self.handler.port_write(self.port, value, cycle)
 
 
 # kinds whose writes the core completes: they stay fast when reads are

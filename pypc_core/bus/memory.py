@@ -71,6 +71,13 @@ class Handler:
     def write(self, address, value):
         self._call(self.context, address, value & 0xFF, HANDLER_WRITE)
 
+    def port_read(self, port, cycle):
+        """A port handler's read at emulated ``cycle`` (op carries it)."""
+        return int(self._call(self.context, port, 0, HANDLER_READ | (cycle << 1))) & 0xFF
+
+    def port_write(self, port, value, cycle):
+        self._call(self.context, port, value & 0xFF, HANDLER_WRITE | (cycle << 1))
+
     @classmethod
     def python(cls, read=None, write=None, on_error=None):
         """A handler calling ``read(address) -> int`` / ``write(address,

@@ -38,9 +38,11 @@ class PortMap:
         self._pool_next = PIO_POOL
         self._fast = {}                 # port -> FastPort
         self._peek = {}
+        self._peek_groups = {}          # owner -> [(port, peek)]
         self._peek_owners = set()
+        self._dirty_owners = set()      # owners whose peeked ports may be stale
         self._timing_owners = set()
-        self.dirty = False
+        self._all_dirty = False
         self.timing_dirty = False       # a device with timed events may have changed
         self.fast_reads = True          # False: every claimed port exits to Python
         self._publishers = []
@@ -74,9 +76,27 @@ class PortMap:
             self.port_kind[port] = PORT_PYTHON
             if peek is not None:
                 self._peek[port] = peek
+                self._peek_groups.setdefault(owner, []).append((port, peek))
         if peek is not None:
             self._peek_owners.add(owner)
             self.refresh()
+
+    @property
+    def dirty(self):
+        """True while some ports the CPU answers may be stale (``refresh``).
+        Setting it marks every peeked port stale."""
+        return self._all_dirty or bool(self._dirty_owners)
+
+    @dirty.setter
+    def dirty(self, value):
+        self._all_dirty = bool(value)
+        if not value:
+            self._dirty_owners.clear()
+
+    def mark_dirty(self, owner):
+        """The peeked ports of ``owner`` only may be stale."""
+        if owner in self._peek_owners:
+            self._dirty_owners.add(owner)
 
     def mark_timing(self, owner):
         """Accesses to ``owner``'s ports can move a device event (the PIT,
@@ -105,18 +125,29 @@ class PortMap:
             publish()
 
     def refresh(self):
-        """Re-read every peekable port into ``port_io``."""
+        """Re-read the stale peekable ports (all of them after ``dirty =
+        True``, else those of the owners marked) into ``port_io``."""
         kind = self.port_kind
         io = self.port_io
         fast = self.fast_reads
-        for port, peek in self._peek.items():
-            v = peek(port) if fast else None
-            if v is None:
-                kind[port] = PORT_PY
-            else:
-                kind[port] = PORT_VALUE
-                io[port] = v & 0xFF
-        self.dirty = False
+        if self._all_dirty or not self._dirty_owners:
+            groups = self._peek_groups.values()
+        else:
+            groups = [self._peek_groups[o] for o in self._dirty_owners]
+        prims = self._fast
+        for group in groups:
+            for port, peek in group:
+                prim = prims.get(port)
+                if fast and prim is not None and prim.enabled:
+                    continue                    # the core answers it another way
+                v = peek(port) if fast else None
+                if v is None:
+                    kind[port] = PORT_PY
+                else:
+                    kind[port] = PORT_VALUE
+                    io[port] = v & 0xFF
+        self._all_dirty = False
+        self._dirty_owners.clear()
 
     # -- fast paths ----------------------------------------------------------
     def _block(self, owner, port, words):
@@ -201,7 +232,7 @@ class PortMap:
             return 0xFF
         owner = self._owner[port]
         if owner in self._peek_owners:
-            self.dirty = True
+            self._dirty_owners.add(owner)
         if owner in self._timing_owners:
             self.timing_dirty = True
         return int(handler(port)) & 0xFF
@@ -215,7 +246,7 @@ class PortMap:
             # marks the map dirty itself
             owner = self._owner[port]
             if owner in self._peek_owners:
-                self.dirty = True
+                self._dirty_owners.add(owner)
             if owner in self._timing_owners:
                 self.timing_dirty = True
             handler(port, value & 0xFF)
@@ -227,7 +258,7 @@ class PortMap:
             elif isinstance(prim, fastpath.OneShot):
                 prim.fire(self.clock())
             elif isinstance(prim, fastpath.Compiled):
-                prim.write(value & 0xFF)
+                prim.write(value & 0xFF, self.clock())
         return port in self._owner
 
     def read(self, port, width=1):

@@ -527,8 +527,9 @@ def fast_port_read(pk, pio, port, cycle):
         return oneshot_read(pio, pio[port], cycle)
     if k == PORT_CALL:
         b = pio[port]
+        # a port handler's op carries the cycle of the access: op >> 1
         return call_handler(pio[b + K_FN], pio[b + K_CTX], np.int64(port), np.int64(0),
-                            np.int64(HANDLER_READ)) & 0xFF
+                            np.int64(HANDLER_READ) | (cycle << 1)) & 0xFF
     return 0xFF
 
 
@@ -555,7 +556,7 @@ def _fast_write_byte(pk, pio, port, v, now):
         oneshot_fire(pio, b, now)
     else:
         call_handler(pio[b + K_FN], pio[b + K_CTX], np.int64(port), np.int64(v & 0xFF),
-                     np.int64(HANDLER_WRITE))
+                     np.int64(HANDLER_WRITE) | (now << 1))
 
 
 @njit(**JIT)

@@ -125,7 +125,9 @@ PT_CTX = 3 * PAGE_COUNT       # PG_HANDLER: the handler's context pointer
 PAGE_TABLE_SIZE = 4 * PAGE_COUNT
 # A memory handler is a C function int64 handler(void *ctx, int64 address,
 # int64 value, int64 op): op HANDLER_READ returns the byte at the linear
-# address, op HANDLER_WRITE stores ``value`` (the result is ignored).
+# address, op HANDLER_WRITE stores ``value`` (the result is ignored).  A
+# port handler gets the same, the port as the address and, in the op's
+# upper bits, the cycle of the access: read/write = op & 1, cycle = op >> 1.
 HANDLER_READ = 0
 HANDLER_WRITE = 1
 

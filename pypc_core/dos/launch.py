@@ -54,7 +54,7 @@ def prepare(args):
     args.dos_config = None
     if program is None and not drives_arg:
         return None
-    for option in ("floppy", "floppy_b", "hdd", "bios"):
+    for option in ("floppy", "floppy_b", "hdd", "bios", "bare"):
         if getattr(args, option, None):
             flag = "--" + option.replace("_", "-")
             raise PypcError(f"PROGRAM and --drive run the built-in DOS; {flag} boots "

@@ -44,7 +44,7 @@ def inverted(ctx, address, value, op):
 @numba.cfunc(SIG, nopython=True)
 def write_counter(ctx, port, value, op):
     count = numba.carray(ctx, 1, np.int64)
-    if op == 0:
+    if op & 1 == 0:                     # a port handler: op >> 1 is the cycle
         return count[0] & 0xFF
     count[0] += 1
     return 0
