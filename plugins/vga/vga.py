@@ -650,8 +650,10 @@ class VGA(Device):
         return pal.astype(np.int64)
 
     def _to_rgb(self, dac_index):
-        idx = np.asarray(dac_index, dtype=np.int64) & self.pel_mask
-        return self.dac_rgb()[idx]
+        idx = np.asarray(dac_index, dtype=np.uint8)
+        if self.pel_mask != 0xFF:
+            idx = idx & np.uint8(self.pel_mask)
+        return np.take(self.dac_rgb(), idx, axis=0)
 
     # -- rendering -----------------------------------------------------------------------
     def frame_indices(self, frame=None):
@@ -714,10 +716,10 @@ class VGA(Device):
                                  (data[3][:, :, None] >> _CGA_SHIFTS) & 3], axis=2)
             values = (lo | (hi << 2)).reshape(lines, chars * 8)
         else:
-            bits = (data[:, :, :, None] >> _BIT_SHIFTS) & 1   # 4, lines, chars, 8
-            values = (bits[0] | (bits[1] << 1) | (bits[2] << 2) | (bits[3] << 3))
-            values = values.reshape(lines, chars * 8)
-        return self.attribute_lut()[self._panned(values, pan, shown * 8)]
+            b = [np.unpackbits(data[p], axis=1) for p in range(4)]   # lines, chars*8
+            values = b[0] | (b[1] << 1) | (b[2] << 2) | (b[3] << 3)
+        lut = self.attribute_lut().astype(np.uint8)
+        return lut[self._panned(values, pan, shown * 8)]
 
     def font_offsets(self):
         """Plane-2 offsets of character maps A and B (sequencer 3)."""
@@ -735,18 +737,18 @@ class VGA(Device):
         pan = self._pan(split)
         chars = shown + (1 if pan.any() else 0)
         data = self._fetch(ma, ra * 0, chars)        # row scan does not move text
-        ch = data[0].astype(np.int64)
-        at = data[1].astype(np.int64)
+        ch = data[0]
+        at = data[1]
         map_a, map_b = self.font_offsets()
         font_base = np.where(at & 0x08, map_b, map_a) if map_a != map_b else map_a
-        glyph_addr = (font_base + ch * 32 + ra[:, None]) & 0xFFFF
-        glyph = self.planes[2][glyph_addr].astype(np.int64)     # lines, chars
+        glyph_addr = (font_base + ch.astype(np.int64) * 32 + ra[:, None]) & 0xFFFF
+        glyph = self.planes[2][glyph_addr]                        # lines, chars
         nine = not self.seq[1] & 1
         width = 9 if nine else 8
-        bits = (glyph[:, :, None] >> _BIT_SHIFTS) & 1             # lines, chars, 8
+        bits = np.unpackbits(glyph[:, :, None], axis=2)          # lines, chars, 8
         if nine:
             ninth = np.where(bool(self.ac[0x10] & 0x04) & (ch >= 0xC0) & (ch <= 0xDF),
-                             bits[:, :, 7], 0)
+                             bits[:, :, 7], 0).astype(np.uint8)
             bits = np.concatenate([bits, ninth[:, :, None]], axis=2)
         fg = at & 0x0F
         bg = at >> 4
@@ -770,9 +772,10 @@ class VGA(Device):
             if len(lines_hit):
                 cols = col[lines_hit, 0] if col.ndim == 2 else col[lines_hit]
                 bits[lines_hit, cols, :] = 1
-        values = np.where(bits == 1, fg[:, :, None], bg[:, :, None])
+        values = np.where(bits != 0, fg[:, :, None], bg[:, :, None])
         values = values.reshape(len(ma), chars * width)
-        return self.attribute_lut()[self._panned(values, pan, shown * width)]
+        lut = self.attribute_lut().astype(np.uint8)
+        return lut[self._panned(values, pan, shown * width)]
 
     # -- text for people and tests ---------------------------------------------------------
     def _text_cells(self, start=None, rows=None):
