@@ -96,9 +96,9 @@ def _check_declaration(owner, decl):
 
 
 # What the motherboard itself owns (the chips declare their ports and IRQs;
-# these are the rest).  The built-in BIOS's disk services stand for the
-# XT's diskette controller: IRQ 6 and DMA channel 2 are theirs, as channel 0
-# is the DRAM refresh's.
+# these are the rest).  DMA channel 0 is the DRAM refresh's; IRQ 6 and DMA
+# channel 2 belong to the diskette adapter card (the ``fdc`` plugin) when
+# it is present.
 def motherboard_declarations(memory_kib=640, bios_size=0x10000, stamp_port=None):
     from .chipset import Dma8237, NmiMask, Pic8259, Pit8253, Ppi8255, XtKeyboard
     decls = [
@@ -114,7 +114,6 @@ def motherboard_declarations(memory_kib=640, bios_size=0x10000, stamp_port=None)
         ("bios", DeviceDeclaration(name="bios", memory=[
             MemoryWindow((1 << 20) - bios_size, bios_size, "rom")],
             ports=[] if stamp_port is None else [stamp_port])),
-        ("diskette", DeviceDeclaration(name="diskette", irqs=[6], dma_channels=[2])),
     ]
     return decls
 
@@ -125,6 +124,7 @@ def motherboard_declarations(memory_kib=640, bios_size=0x10000, stamp_port=None)
 
 SERIAL_ORDER = (0x3F8, 0x2F8, 0x3E8, 0x2E8)     # COM1..COM4
 PARALLEL_ORDER = (0x3BC, 0x378, 0x278)          # LPT1..LPT3 as POST finds them
+CAP_FLOPPY = "floppy-controller"                # drives count only with a controller
 # equipment word bits 4-5 / SW1 switches 5-6: initial video mode
 VIDEO_BITS = {None: 0, "ega": 0, "vga": 0, "cga": 2, "mda": 3}
 
@@ -147,8 +147,11 @@ class Equipment:
         serial, parallel = [], []
         game = False
         video = None
+        floppy = False
         for decl in declarations:
             caps = set(decl.capabilities)
+            if CAP_FLOPPY in caps:
+                floppy = True
             if CAP_SERIAL in caps:
                 serial.extend(p for p in SERIAL_ORDER if p in decl.ports)
             if CAP_PARALLEL in caps:
@@ -159,7 +162,7 @@ class Equipment:
                 video = next((k for k in VIDEO_KINDS if k in caps), "cga")
         serial.sort(key=SERIAL_ORDER.index)
         parallel.sort(key=PARALLEL_ORDER.index)
-        return cls(floppy_drives=floppy_drives, memory_kib=memory_kib,
+        return cls(floppy_drives=floppy_drives if floppy else 0, memory_kib=memory_kib,
                    serial_ports=serial, parallel_ports=parallel, game_port=game,
                    video=video)
 

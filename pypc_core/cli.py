@@ -93,7 +93,7 @@ def _geometry(text):
 def add_run_arguments(parser):
     """The options of ``pypc run`` (plugin options are added later)."""
     parser.add_argument(
-        "--plugins", default="cga", metavar="A,B",
+        "--plugins", default="cga,fdc", metavar="A,B",
         help="device plugins to plug in, comma-separated (default: %(default)s; "
              "'pypc plugins' lists them)")
     g = parser.add_argument_group("speed and display")

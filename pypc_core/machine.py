@@ -37,7 +37,7 @@ class MachineError(PypcError):
 
 @attrs.define
 class MachineConfig:
-    plugins: list = attrs.Factory(lambda: ["cga"])
+    plugins: list = attrs.Factory(lambda: ["cga", "fdc"])
     floppy_a: str = None
     floppy_b: str = None
     hdd: str = None
@@ -140,6 +140,7 @@ class Machine:
                            memory_kib=cfg.memory_kib)
         self._add("ppi", self.ppi, feeds_timed=True)
         self.dma = Dma8237(memory=self.memory)
+        self.dma.attach_refresh(self.pit, self.clock)     # DREQ0 from PIT counter 1
         self._add("dma", self.dma)
         self.nmi_mask = NmiMask()
         self._add("nmi", self.nmi_mask)
@@ -213,7 +214,10 @@ class Machine:
         self.equipment = Equipment.from_declarations(
             [d.declaration for d in self.devices.values()], self.floppy_drives,
             cfg.memory_kib)
-        self.ppi.sw1 = switch_byte(self.floppy_drives, self.equipment.video_switch(),
+        if (cfg.floppy_a or cfg.floppy_b) and not self.equipment.floppy_drives:
+            raise MachineError("a floppy image needs the floppy controller card: "
+                               "add fdc to --plugins (e.g. --plugins cga,fdc)")
+        self.ppi.sw1 = switch_byte(self.equipment.floppy_drives, self.equipment.video_switch(),
                                    cfg.memory_kib)
 
     def _load_firmware(self):

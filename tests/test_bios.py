@@ -2,24 +2,54 @@
 
 The fake machine has the attributes the BIOS relies on (memory, ports,
 cpu.regs/ctl, disks, equipment, initial_ticks); its ports record what the BIOS writes and
-serve scan codes on port 60h.  ``call`` puts CS:IP on a service's trap byte
-and calls ``Bios.on_trap`` exactly as the machine does when the CPU core
-stops there.
+serve scan codes on port 60h.  Its diskette adapter is the real one (the
+``fdc`` card and the 8237), on a clock the test moves.  ``call`` puts CS:IP
+on a service's trap byte and calls ``Bios.on_trap`` exactly as the machine
+does when the CPU core stops there; while a service waits (IP left on the
+trap, CPU halted) it lets emulated time pass to the controller's next event
+and delivers IRQ 6 through the handler's trap, as the CPU would.
 """
 
 import struct
 import types
 
 
-from pypc_core.board import Equipment
+from pypc_core.board import Backplane, Equipment
 from pypc_core.bus import MemoryMap, PortMap
+from pypc_core.chipset import Dma8237
 from pypc_core.cpu import state as S
 from pypc_core.cpu.registers import Registers
 from pypc_core.firmware import Bios, rom
 from pypc_core.storage import DiskImage
 
 CHIP_PORTS = [0x20, 0x21, 0x40, 0x41, 0x42, 0x43, 0x60, 0x61, 0x62, 0x63, 0xA0,
-              0x3D4, 0x3D5, 0x3D8, 0x3D9, 0x3F2]
+              0x3D4, 0x3D5, 0x3D8, 0x3D9]
+FDC_PORTS = (0x3F2, 0x3F4, 0x3F5, 0x3F7)
+
+
+class LoggedPorts(PortMap):
+    """Writes to the diskette adapter are recorded in ``io`` too."""
+
+    def write(self, port, value, width=1):
+        if port in FDC_PORTS:
+            self.io.append((port, value))
+        super().write(port, value, width)
+
+
+class FakePic:
+    def __init__(self):
+        self.edges = 0
+        self.level = False
+
+    def raise_irq(self, n):
+        self.edges += not self.level
+        self.level = True
+
+    def lower_irq(self, n):
+        self.level = False
+
+    def pulse_irq(self, n):
+        self.edges += 1
 
 
 class FakeMachine:
@@ -27,8 +57,9 @@ class FakeMachine:
         self.memory = MemoryMap()
         self.memory.map_ram(0, 0xA0000)
         self.memory.map_device(0xB8000, 0x4000, "cga")
-        self.ports = PortMap()
-        self.io = []
+        self.ports = LoggedPorts()
+        self.io = self.ports.io = []
+        self.now = 0
         self.scancodes = []
         self.pb = 0x4C
         self.isr = 0
@@ -42,6 +73,13 @@ class FakeMachine:
             parallel_ports=[0x378] if "lpt" in self.devices else [],
             game_port="gameport" in self.devices, video="cga")
         self.initial_ticks = 0
+        from pypc_plugins.fdc import Fdc765
+        self.pic = FakePic()
+        self.dma = Dma8237(memory=self.memory)
+        self.dma.attach(self)
+        backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma)
+        self.fdc = Fdc765(self.disks, drives=max(1, self.equipment.floppy_drives))
+        self.fdc.attach(backplane.board(self.fdc.declaration))
 
     def _read(self, port):
         if port == 0x60:
@@ -56,7 +94,7 @@ class FakeMachine:
         self.io.append((port, value))
 
     def clock(self):
-        return 0
+        return self.now
 
 
 def new_bios(disks=None, devices=(), post=True):
@@ -76,10 +114,24 @@ def call(bios, service, **regs):
     for name, value in regs.items():
         setattr(r, name, value)
     linear = next(a for a, n in bios.trap_addresses.items() if n == service)
-    r.cs = rom.BIOS_SEGMENT
-    r.ip = linear - rom.BIOS_BASE
-    assert bios.on_trap(linear)
-    return r
+    irq6 = next(a for a, n in bios.trap_addresses.items() if n == "int0e")
+    for _ in range(100000):
+        r.cs = rom.BIOS_SEGMENT
+        r.ip = linear - rom.BIOS_BASE
+        assert bios.on_trap(linear)
+        if (service not in ("int13", "int19") or r.ip != linear - rom.BIOS_BASE
+                or not m.cpu.ctl[S.C_HALTED]):
+            return r
+        m.cpu.ctl[S.C_HALTED] = 0                  # waiting: an interrupt wakes it
+        if m.pic.edges:
+            m.pic.edges = 0
+            assert bios.on_trap(irq6)              # the IRQ 6 handler
+            continue
+        due = m.fdc.next_event()
+        tick = m.now + 262144                      # else the next timer tick
+        m.now = min(due, tick) if due is not None else tick
+        m.fdc.advance(m.now)
+    raise AssertionError(f"{service} never finished")
 
 
 def ip_after(bios, service):

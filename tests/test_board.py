@@ -57,11 +57,14 @@ def test_conflicts_with_the_motherboard_name_both():
     ledger = Resources()
     for owner, decl in motherboard_declarations():
         ledger.add(owner, decl)
+    from pypc_plugins.fdc import Fdc765
+    ledger.add("fdc", Fdc765.declaration)             # the diskette adapter card
     cases = [
         (DeviceDeclaration(name="x", irqs=[0]), "IRQ 0 claimed by both pit and x"),
         (DeviceDeclaration(name="x", irqs=[1]), "IRQ 1 claimed by both keyboard and x"),
         (DeviceDeclaration(name="x", dma_channels=[2]),
-         "DMA channel 2 claimed by both diskette and x"),
+         "DMA channel 2 claimed by both fdc and x"),
+        (DeviceDeclaration(name="x", irqs=[6]), "IRQ 6 claimed by both fdc and x"),
         (DeviceDeclaration(name="x", dma_channels=[0]), "DMA channel 0 claimed by both dma"),
         (DeviceDeclaration(name="x", ports=[0x61]), "I/O port 0061h claimed by both ppi and x"),
         (DeviceDeclaration(name="x", memory=[MemoryWindow(0xF8000, 0x1000)]),
@@ -94,12 +97,15 @@ def test_equipment_follows_capabilities_not_names():
              DeviceDeclaration(name="b", ports=list(range(0x3F8, 0x400)),
                                capabilities=["serial"]),
              DeviceDeclaration(name="c", ports=[0x201], capabilities=["game-port"]),
-             DeviceDeclaration(name="d", capabilities=["video", "vga"])]
+             DeviceDeclaration(name="d", capabilities=["video", "vga"]),
+             DeviceDeclaration(name="e", capabilities=["floppy-controller"])]
     eq = Equipment.from_declarations(decls, floppy_drives=2)
     assert eq.serial_ports == [0x3F8, 0x2F8] and eq.game_port and eq.video == "vga"
     word = eq.word()
     assert (word >> 9) & 7 == 2 and word & 0x1000 and (word >> 4) & 3 == 0
     assert word & 0xC1 == 0x41                      # two floppy drives
+    no_fdc = Equipment.from_declarations(decls[:-1], floppy_drives=2)
+    assert no_fdc.floppy_drives == 0 and no_fdc.word() & 0xC1 == 0   # no controller, no drives
     mono = Equipment.from_declarations([DeviceDeclaration(name="m",
                                                           capabilities=["video", "mda"])])
     assert (mono.word() >> 4) & 3 == 3 and mono.word() & 0x1000 == 0

@@ -59,7 +59,7 @@ def rgb(frame, y, x):
 
 def new_machine(image, **cfg):
     cfg.setdefault("cow", True)
-    return Machine(MachineConfig(floppy_a=image, plugins=["cga"], **cfg))
+    return Machine(MachineConfig(floppy_a=image, plugins=["cga", "fdc"], **cfg))
 
 
 def boot(m, first_phase=None):

@@ -27,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def test_pit_read_before_first_wrap_prints_ok(tmp_path):
     """The issue's guest: IN AL,40h straight after power-on, then 'OK'."""
     img = program_image(tmp_path, "pitwedge")
-    with Machine(MachineConfig(plugins=["cga"], floppy_a=img, cow=True)) as m:
+    with Machine(MachineConfig(plugins=["cga", "fdc"], floppy_a=img, cow=True)) as m:
         start = m.clock()
         stop = m.run_seconds(2)
         assert stop.kind == "budget"

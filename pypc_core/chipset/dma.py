@@ -12,7 +12,14 @@ comes from the channel's mode, exactly as on the bus.  Addresses advance (or
 go down, mode bit 5) inside the 64 KiB page set by the page register; they
 wrap within the page as on the real chip.  At terminal count the status bit
 is set and the channel either auto-initialises (mode bit 4) or masks itself.
-Channel 0 (DRAM refresh) is programmable but does not run on its own.
+Channel 0 is the XT's DRAM refresh: with ``attach_refresh(pit, clock)`` each
+rising edge of PIT counter 1's output (modes 2 and 3, the BIOS's 15 us
+period) is a DREQ0, and an unmasked channel 0 makes one transfer per edge
+(counted, no memory touched: the refresh reads nothing anyone sees).  So its
+current address and count move, terminal count sets status bit 0 and an
+auto-initialising channel reloads, exactly where a POST test looks.  The
+transfers are counted lazily from the cycle counter when the DMA ports are
+accessed, never per edge.
 """
 
 from ..device import Device, DeviceDeclaration
@@ -30,7 +37,51 @@ class Dma8237(Device):
     def __init__(self, memory=None, name="dma"):
         self.memory = memory
         self.name = name
+        self._refresh_pit = None
+        self._refresh_clock = None
         self.reset()
+
+    def attach_refresh(self, pit, clock):
+        """Drive DREQ0 from PIT counter 1's output (DRAM refresh)."""
+        self._refresh_pit = pit
+        self._refresh_clock = clock
+        self.refresh_mark = None
+
+    def _refresh_period(self):
+        """CPU cycles between DREQ0 edges, or None when counter 1 does not
+        run periodically."""
+        pit = self._refresh_pit
+        if pit is None:
+            return None
+        ch = pit.channels[1]
+        if ch.mode not in (2, 3) or not ch.cr_valid or not ch.gate:
+            return None
+        return ch.reload_value() * 4
+
+    def refresh(self):
+        """Count the refresh transfers due since the last call."""
+        if self._refresh_clock is None:
+            return
+        now = int(self._refresh_clock())
+        period = self._refresh_period()
+        mark = self.refresh_mark
+        if period is None:
+            self.refresh_mark = None
+            return
+        if mark is None or mark[1] != period:
+            self.refresh_mark = [now, period]
+            return
+        edges = (now - mark[0]) // period
+        if edges <= 0:
+            return
+        mark[0] += edges * period
+        if not self.enabled(0):
+            return
+        if self.auto_init(0):
+            cycle = self.base_count[0] + 1
+            if edges > cycle:
+                edges = cycle + (edges - cycle) % cycle
+        self._run(0, edges, lambda *a: None)
 
     def attach(self, machine):
         machine.ports.claim(self.name, DMA_PORTS,
@@ -49,6 +100,7 @@ class Dma8237(Device):
         self.page = [0, 0, 0, 0]
         self.last_tc = [False, False, False, False]
         self.dreq = 0               # request lines from devices (bits 0-3)
+        self.refresh_mark = None    # [cycle of the last counted edge, period]
         self.master_clear()
 
     def master_clear(self):
@@ -61,6 +113,7 @@ class Dma8237(Device):
 
     # -- ports -------------------------------------------------------------
     def port_read(self, port):
+        self.refresh()
         port &= 0x0F
         if port < 8:
             ch = port >> 1
@@ -77,6 +130,7 @@ class Dma8237(Device):
         return 0xFF
 
     def port_write(self, port, value):
+        self.refresh()
         port &= 0x0F
         value &= 0xFF
         if port < 8:
@@ -237,7 +291,7 @@ class Dma8237(Device):
     _LISTS = ("base_addr", "base_count", "cur_addr", "cur_count", "mode",
               "page", "last_tc")
     _SCALARS = ("dreq", "command", "status_tc", "request", "temp", "flipflop",
-                "mask")
+                "mask", "refresh_mark")
 
     def get_state(self):
         state = {f: list(getattr(self, f)) for f in self._LISTS}
@@ -248,4 +302,6 @@ class Dma8237(Device):
         for f in self._LISTS:
             setattr(self, f, list(state[f]))
         for f in self._SCALARS:
-            setattr(self, f, state[f])
+            setattr(self, f, state.get(f))
+        if self.refresh_mark is not None:
+            self.refresh_mark = list(self.refresh_mark)

@@ -180,6 +180,7 @@ class Bios:
         self.setup_ivt()
         self.setup_bda()
         self.program_chips()
+        self.disk.post_reset()
         self.video.set_mode(3)
         self.keyboard.e1_pending = 0
         self.keyboard.waiting = False
@@ -195,6 +196,9 @@ class Bios:
         for i in range(2):
             data = rom.fixed_disk_parms(self.disks.get(0x80 + i))
             memory.write(rom.BIOS_BASE + rom.OFF_FDPT + 16 * i, data, force=True)
+        # INT 1Eh: the diskette parameters of the media in A: (EOT, gaps)
+        memory.write(rom.BIOS_BASE + rom.OFF_DPT,
+                     rom.DPT_BY_TYPE[self.disk.floppy_type(0) if self.disks.get(0) is not None else 1], force=True)
 
     def setup_ivt(self):
         mem = self.mem
@@ -299,21 +303,29 @@ class Bios:
             if disk is None or (drive & 0x80 and self.hdd_count() == 0):
                 reasons.append(f"{name} no disk")
                 continue
-            try:
-                sector = disk.read_sectors(0, 1)
-            except (DiskImageError, OSError) as e:
-                reasons.append(f"{name} read error ({e})")
-                continue
+            if drive == 0:
+                # the boot sector comes through the floppy controller and DMA
+                status = self.disk.boot_sector(r)
+                if status == WAIT:
+                    return WAIT
+                if status:
+                    reasons.append(f"{name} read error (status {status:02X}h)")
+                    continue
+                sector = mem.read(BOOT_SECTOR, 512)
+            else:
+                try:
+                    sector = disk.read_sectors(0, 1)
+                except (DiskImageError, OSError) as e:
+                    reasons.append(f"{name} read error ({e})")
+                    continue
             if drive & 0x80 and sector[510:512] != b"\x55\xaa":
                 reasons.append(f"{name} not bootable (no 55AAh signature)")
                 continue
             if not drive & 0x80 and len(set(sector)) == 1:
                 reasons.append(f"{name} not bootable (blank boot sector)")
                 continue
-            if drive == 0:
-                mem.wb(BDA_FD_MOTOR, 0x01)
-                mem.wb(BDA_FD_MOTOR_COUNT, 37)
-            mem.write(BOOT_SECTOR, sector)
+            if drive != 0:
+                mem.write(BOOT_SECTOR, sector)
             self.boot_drive = drive
             self.boot_failed = False
             r.dl = drive
@@ -379,7 +391,7 @@ class Bios:
         self.video.int10(r)
 
     def _svc_int13(self, r):
-        self.disk.int13(r)
+        return self.disk.int13(r)
 
     def _svc_int0e(self, r):
         self.disk.irq6()
@@ -462,6 +474,7 @@ class Bios:
             "boot_failed": self.boot_failed,
             "posts": self.posts,
             "wait_mark": self._wait_mark,
+            "disk": self.disk.get_state(),
         }
 
     def set_state(self, state):
@@ -470,3 +483,4 @@ class Bios:
         self.boot_failed = bool(state.get("boot_failed", False))
         self.posts = int(state.get("posts", 0))
         self._wait_mark = int(state.get("wait_mark", 0))
+        self.disk.set_state(state.get("disk"))
