@@ -1,7 +1,6 @@
 """The VGA's INT 10h services called directly (registers in, registers and
 card state out) on a machine with a VGA after POST."""
 
-import numpy as np
 import pytest
 
 from pypc_core.cpu.registers import Registers

@@ -228,7 +228,6 @@ class VgaFirmware:
         m = MODES.get(mode & 0x7F)
         if m is None:
             return False
-        card = self.card
         mem = self.mem
         # sequencer in reset while the clocks change
         self.seq(0, 0x01)

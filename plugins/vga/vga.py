@@ -88,7 +88,6 @@ _CP437 = [bytes([b]).decode("cp437") for b in range(256)]
 TEXT_CHARS = tuple(" " if b < 0x20 else ("\u2302" if b == 0x7F else _CP437[b])
                    for b in range(256))
 
-_BIT_SHIFTS = np.array([7, 6, 5, 4, 3, 2, 1, 0], dtype=np.uint8)
 _CGA_SHIFTS = np.array([6, 4, 2, 0], dtype=np.uint8)
 
 
