@@ -19,13 +19,13 @@ Example::
         s.resume()                      # {"kind": "breakpoint", "breakpoint_id": bp, ...}
         s.resume()                      # {"kind": "program_exit", "exit_code": 0}
 
-Breakpoints are the CPU's per-byte execution flags (``XF_BREAKPOINT``) at
-linear addresses; the session owns the ones it set and the one on the DOS's
-"program ended" idle loop, which is how a program's end becomes a stop.
+Breakpoints live in the machine's breakpoint table (``Machine.breakpoints``,
+shared with anything else driving the machine); stepping is
+``Machine.step`` / ``Machine.step_over``.  The program's end becomes a stop
+through an execution flag on the DOS's "program ended" idle loop.
 """
 
 from ..cpu import state as S
-from ..cpu.disasm import disassemble_range
 from ..errors import PypcError
 from ..machine import CPU_HZ, Machine, MachineConfig
 from .launch import prepare_program
@@ -59,10 +59,8 @@ class DosSession:
         self.state = "created"
         self.last_stop = None
         self.revision = 0
-        self.breakpoints = {}          # id -> linear address
-        self._next_bp = 1
         self._exit_bp = None
-        self.checkpoints = {}          # id -> (machine state, session state, stop, breakpoints)
+        self.checkpoints = {}          # id -> (machine state, session state, stop)
         self._next_cp = 1
 
     # -- life cycle ---------------------------------------------------------------
@@ -143,96 +141,62 @@ class DosSession:
 
     # -- breakpoints -------------------------------------------------------------------
     def add_breakpoint(self, segment, offset):
-        """An execution breakpoint at segment:offset; returns its id ("bp-N")."""
+        """An execution breakpoint at segment:offset in the machine's
+        breakpoint table (``Machine.breakpoints``); returns its id ("bp-N")."""
         self._require_not_exited()
-        bp = f"bp-{self._next_bp}"
-        self._next_bp += 1
-        address = ((segment << 4) + offset) & 0xFFFFF
-        self.breakpoints[bp] = address
-        self.machine.memory.xflags[address] |= S.XF_BREAKPOINT
+        bp = self.machine.breakpoints.add("exec", address=(segment, offset))
         self.revision += 1
-        return bp
+        return f"bp-{bp.id}"
 
     def remove_breakpoint(self, bp):
-        address = self.breakpoints.pop(bp, None)
-        if address is None:
-            raise SessionError(f"no breakpoint {bp!r}", "BREAKPOINT_NOT_FOUND")
-        if address not in self.breakpoints.values() and address != self._exit_bp:
-            self.machine.memory.xflags[address] &= ~S.XF_BREAKPOINT & 0xFF
+        from ..debugger import BreakpointError
+        try:
+            self.machine.breakpoints.remove(int(str(bp).removeprefix("bp-")))
+        except (BreakpointError, ValueError):
+            raise SessionError(f"no breakpoint {bp!r}", "BREAKPOINT_NOT_FOUND") from None
         self.revision += 1
 
     def list_breakpoints(self):
-        return [{"breakpoint_id": bp, "linear": address} for bp, address in self.breakpoints.items()]
+        return [{"breakpoint_id": f"bp-{bp.id}", "linear": bp.address}
+                for bp in self.machine.breakpoints.list() if bp.kind == "exec"]
 
     # -- running -----------------------------------------------------------------------
     def step(self, mode="into", max_seconds=60.0):
         """``into``: execute one instruction (an INT 21h service counts as
         one once the CPU is on the DOS's trap).  ``over``: a CALL, INT,
         LOOP or REP string instruction runs through to the next instruction
-        (back at the same stack depth or above) -- unless a breakpoint, the
-        program's end or ``max_seconds`` of emulated time comes first.
-        Returns the stop (``step``, ``breakpoint``, ``pause`` or
-        ``program_exit``)."""
+        at the same stack depth (``Machine.step_over``) -- unless a
+        breakpoint, the program's end or ``max_seconds`` of emulated time
+        comes first.  Returns the stop (``step``, ``breakpoint``, ``pause``
+        or ``program_exit``)."""
         if mode not in ("into", "over"):
             raise SessionError(f"step mode {mode!r}: 'into' or 'over'", "INVALID_PARAMS")
         self._require_stopped()
         m = self.machine
         if mode == "over":
-            r = m.cpu.r
-            insn = disassemble_range(m.memory.read_byte, r.cs, r.ip, 1)[0]
-            if insn.call_like:
-                return self._run_to(r.cs, insn.next_ip, r.ss, r.sp, max_seconds)
-        self._skip_breakpoint_here()
-        m.step()
-        if m.cpu.pc == self._exit_bp or m.dos.exited:
-            return self._exited()
-        return self._stopped("step")
+            stop = m.step_over(max_cycles=int(max_seconds * CPU_HZ))
+        else:
+            stop = m.step()
+        return self._after(stop)
 
     def resume(self, max_seconds=None):
         """Continue until a breakpoint, the program's end or ``max_seconds``
         of emulated time (then kind ``pause``: the program is still there)."""
         self._require_stopped()
-        m = self.machine
-        self._skip_breakpoint_here()
         self.state = "running"
         budget = int((max_seconds if max_seconds is not None else 3600) * CPU_HZ)
-        stop = m.run_for(budget)
-        if stop.kind == "breakpoint":
-            address = stop.detail.get("address")
-            if address == self._exit_bp or m.dos.exited:
-                return self._exited()
-            ids = [bp for bp, a in self.breakpoints.items() if a == address]
-            return self._stopped("breakpoint", breakpoint_id=ids[0] if ids else None)
-        if m.dos.exited:
-            return self._exited()
-        return self._stopped("pause")
+        return self._after(self.machine.run_for(budget))
 
-    def _run_to(self, cs, ip, ss, sp, max_seconds):
-        """Run until CS:IP with SS:SP at or above ``sp`` (a temporary
-        breakpoint; the session's own are left as they are)."""
+    def _after(self, stop):
+        """The session's stop for a machine Stop."""
         m = self.machine
-        xflags = m.memory.xflags
-        target = ((cs << 4) + ip) & 0xFFFFF
-        had = xflags[target] & S.XF_BREAKPOINT
-        xflags[target] |= S.XF_BREAKPOINT
-        end = m.clock() + int(max_seconds * CPU_HZ)
-        try:
-            while True:
-                left = max(1, end - m.clock()) / CPU_HZ
-                stop = self.resume(max_seconds=left)
-                r = m.cpu.r
-                at_target = (stop["kind"] in ("breakpoint",) and m.cpu.pc == target
-                             and r.cs == cs and r.ss == ss and r.sp >= sp)
-                if at_target:
-                    ids = stop.get("breakpoint_id")
-                    return self._stopped("step") if ids is None else stop
-                if stop["kind"] == "breakpoint" and stop.get("breakpoint_id") is None \
-                        and m.cpu.pc == target and m.clock() < end:
-                    continue                  # the same place deeper in the stack
-                return stop
-        finally:
-            if not had:
-                xflags[target] &= ~S.XF_BREAKPOINT & 0xFF
+        if m.dos.exited or m.cpu.pc == self._exit_bp:
+            return self._exited()
+        if stop.kind == "breakpoint" and stop.breakpoint is not None:
+            return self._stopped("breakpoint", breakpoint_id=f"bp-{stop.breakpoint.id}")
+        if stop.kind == "step":
+            return self._stopped("step")
+        return self._stopped("pause")
 
     def stop(self):
         """End the program (as a Ctrl-Break would, level by level, back to
@@ -258,14 +222,13 @@ class DosSession:
 
     # -- checkpoints -----------------------------------------------------------------------
     def checkpoint(self):
-        """Keep the whole machine (CPU, memory, devices, the DOS's state) and
-        the session's breakpoints in memory; returns its id ("cp-N").  Host
-        files the program wrote are not part of it."""
+        """Keep the whole machine (CPU, memory, devices, the DOS's state) in
+        memory; returns its id ("cp-N").  Breakpoints are not part of it, nor
+        are the host files the program wrote."""
         self._require_settled()
         cp = f"cp-{self._next_cp}"
         self._next_cp += 1
-        self.checkpoints[cp] = (self.machine.get_state(), self.state, dict(self.last_stop),
-                                dict(self.breakpoints))
+        self.checkpoints[cp] = (self.machine.get_state(), self.state, dict(self.last_stop))
         return cp
 
     def restore(self, cp):
@@ -273,14 +236,9 @@ class DosSession:
         original cycle for cycle."""
         if cp not in self.checkpoints:
             raise SessionError(f"no checkpoint {cp!r}", "CHECKPOINT_NOT_FOUND")
-        state, session_state, last_stop, breakpoints = self.checkpoints[cp]
-        xflags = self.machine.memory.xflags
-        for address in self.breakpoints.values():
-            xflags[address] &= ~S.XF_BREAKPOINT & 0xFF
+        state, session_state, last_stop = self.checkpoints[cp]
         self.machine.set_state(state)
-        self.breakpoints = dict(breakpoints)
-        for address in self.breakpoints.values():
-            xflags[address] |= S.XF_BREAKPOINT
+        self.machine.breakpoints.reapply_exec_flags()
         self.state, self.last_stop = session_state, dict(last_stop)
         self.revision += 1
         return dict(self.last_stop)
@@ -301,11 +259,6 @@ class DosSession:
     def _arm_exit(self):
         self._exit_bp = self.machine.dos.exited_address
         self.machine.memory.xflags[self._exit_bp] |= S.XF_BREAKPOINT
-
-    def _skip_breakpoint_here(self):
-        cpu = self.machine.cpu
-        if self.machine.memory.xflags[cpu.pc] & S.XF_BREAKPOINT:
-            cpu.ctl[S.C_SKIP_BP] = 1
 
     def _stopped(self, kind, **fields):
         r = self.machine.cpu.r
