@@ -140,6 +140,7 @@ class Fdc765(Device):
         self.dor = 0
         self.motor_since = [None] * 4
         self._controller_reset()
+        self.phase = "reset"
 
     def _controller_reset(self):
         self.phase = "command"         # command, exec, result, reset
