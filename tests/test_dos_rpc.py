@@ -85,6 +85,22 @@ def test_fixture_entry_step_and_data_over_tcp(fx):
     assert base64.b64decode(data["data_base64"])[:3] == b"\x41\x43\x42"
 
 
+def test_breakpoint_at_cs_0106_over_tcp(fx):
+    c = fx.client()
+    cs = c.call("state.get_registers")["segments"]["cs"]
+    bp = c.call("breakpoints.create", {"kind": "execution", "address": seg(cs, 0x0106)})
+    op = c.call("execution.continue")["operation_id"]
+    done = c.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
+    assert done["state"] == "stopped"
+    stop = done["stop_reason"]
+    assert stop["kind"] == "breakpoint" and stop["breakpoint_id"] == bp["breakpoint_id"]
+    regs = c.call("state.get_registers")
+    assert (regs["segments"]["cs"], regs["ip"]) == (cs, 0x0106)
+    assert regs["general"]["bx"] == 0x5678
+    assert [b["breakpoint_id"] for b in c.call("breakpoints.list")["breakpoints"]] == \
+        [bp["breakpoint_id"]]
+
+
 def test_memory_write_then_read_agree_over_tcp(fx):
     c = fx.client()
     ds = c.call("state.get_registers")["segments"]["ds"]
