@@ -274,3 +274,24 @@ def test_status_fast_path_matches_the_card(m, mode):
     assert kind[0x3DA] == PORT_PY
     m.ports.read(0x3DA)                        # the read resets it
     assert kind[0x3DA] == PORT_RASTER and card.ac_flipflop == 0
+
+
+def test_equipment_word_says_ega_or_vga(m):
+    assert m.memory.read_word(0x410) & 0x30 == 0x00
+
+
+def test_a_bios_that_knows_no_vga_still_shows_text(tmp_path):
+    """The card powers on in mode 3 with its font loaded, so a CGA-only
+    system BIOS writing to B8000h is readable."""
+    import sys
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from test_real_bios_path import tiny_bios
+    rom = tmp_path / "tiny.rom"
+    rom.write_bytes(tiny_bios())
+    with Machine(MachineConfig(bios=str(rom), plugins=["vga"])) as m:
+        assert m.run_until_text("READY", 1)
+        glyph = FONT_8X16[ord("R") * 16:ord("R") * 16 + 16]
+        lit = m.video.frame(8)[0:16, 0:8].any(axis=2)      # frame 8: cursor off
+        assert lit.tolist() == [[bool(glyph[y] & (0x80 >> x)) for x in range(8)]
+                                for y in range(16)]

@@ -235,6 +235,7 @@ def test_text_rows_and_start_address():
 def test_mode13_split_screen_by_line_compare():
     v = VGA()
     set_mode(v, 0x13)
+    v.planes[:] = 0                            # no power-on font in plane 2
     v.planes[0, 4 * 80 * 50] = 1               # pixel (0, 50) of memory
     dac_set(v, 1, (63, 63, 63))
     v.port_write(0x3D4, 0x0C)
@@ -331,6 +332,7 @@ def test_state_round_trip_and_bad_state():
 def test_pel_panning_and_preset_row_scan():
     v = VGA()
     set_mode(v, 0x13)
+    v.planes[:] = 0                            # no power-on font in plane 2
     dac_set(v, 1, (63, 63, 63))
     v.planes[1, 0] = 1                         # pixel (1, 0)
     v.planes[0, 4] = 1                         # pixel (4, 0)

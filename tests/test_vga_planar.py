@@ -126,6 +126,7 @@ def test_map_mask_limits_planes(card):
 
 def test_chain4_addressing():
     v = VGA()
+    v.planes[:] = 0            # no power-on font in plane 2
     seq(v, 2, 0x0F)
     seq(v, 4, 0x0E)            # chain-4
     gc(v, 5, 0x40)

@@ -135,7 +135,15 @@ class VGA(Device):
         self._publish()
 
     def reset(self):
+        """Power-on: mode 3's registers and palette, blank text, and the 8x16
+        font in plane 2 (character map 0).  A real VGA's own ROM code loads
+        the font; this card has no x86 ROM, so the font is there from the
+        start and a system BIOS that knows nothing of the VGA (``--bios``)
+        still gets readable text."""
+        from pypc_core.font.scaled import FONT_8X16
         self.planes[:] = 0
+        glyphs = np.frombuffer(FONT_8X16, dtype=np.uint8).reshape(256, 16)
+        self.planes[2, :256 * 32].reshape(256, 32)[:, :16] = glyphs
         self.st[:] = planar.new_state()
         mode = MODES[3]
         self.misc = mode.misc
