@@ -59,7 +59,7 @@ def scancode(ctl, params):
 def gameport(ctl):
     for dev in ctl.machine.devices.values():
         caps = getattr(getattr(dev, "declaration", None), "capabilities", None) or []
-        if "joystick" in caps or "gameport" in caps:
+        if "game-port" in caps or "gameport" in caps:
             return dev
     return None
 

@@ -8,7 +8,7 @@ from pypc_core.rpc import params as P
 
 def read(ctl, params):
     port = P.number(params["port"], "port", 0, 0xFFFF)
-    value = ctl.machine.ports.read_byte(port)
+    value = ctl.machine.ports.read(port, 1)
     ctl.machine.scheduler.invalidate()
     ctl.bump()
     return {"port": port, "value": value, "state_revision": ctl.revision}
@@ -18,7 +18,7 @@ def write(ctl, params):
     ctl.require_paused("io.write")
     port = P.number(params["port"], "port", 0, 0xFFFF)
     value = P.number(params["value"], "value", 0, 0xFF)
-    handled = bool(ctl.machine.ports.write_byte(port, value))
+    handled = bool(ctl.machine.ports.write(port, value, 1))
     ctl.machine.scheduler.invalidate()
     ctl.bump()
     return {"port": port, "value": value, "handled": handled,

@@ -287,3 +287,138 @@ def test_pause_during_run_until_clears_the_predicate(c):
     stopped.pop("paused")
     assert done["stop_reason"]["registers"] == stopped
     assert c.call("breakpoints.list") == {"breakpoints": []}
+
+
+# -- CPU trace -----------------------------------------------------------------
+
+def test_cpu_trace_records_the_loop(c):
+    c.call("memory.write", {"address": seg(0x200), "data_base64": "AAA="})
+    out = c.call("trace.start", {"detail": "normal", "instruction_count": 40})
+    assert out == {"active": True, "detail": "normal", "instruction_count": 40, "event_count": 0}
+    assert c.error("trace.start", {})["data"]["reason"] == "PRECONDITION_FAILED"
+    op = c.call("execution.continue")["operation_id"]
+    import time
+    end = time.monotonic() + 20
+    while c.call("trace.read", {"limit": 1})["active"] and time.monotonic() < end:
+        time.sleep(0.01)
+    c.call("execution.pause")
+    c.call("execution.wait", {"operation_id": op})
+    page = c.call("trace.read", {"cursor": None, "limit": 16})
+    assert page["event_count"] == 40 and page["active"] is False
+    assert page["next_cursor"] == "trace-16" and len(page["events"]) == 16
+    ev = page["events"]
+    assert [e["sequence"] for e in ev] == list(range(16))
+    first = ev[0]
+    assert first["address"] == seg(0) and first["opcode_hex"].startswith("b80000")
+    assert first["physical"] == 0x10000 and first["kind"] == "instruction"
+    assert first["registers_after"]["general"]["ax"] == 0
+    assert ev[1]["registers_before"] == first["registers_after"]
+    assert all(e["clock_after"] == n["clock_before"] for e, n in zip(ev, ev[1:])
+               if e["address"]["segment"] == n["address"]["segment"] == SEG
+               and e["opcode_hex"][:2] != "cd")
+    store = ev[2]                               # mov [0200h], ax
+    assert store["address"] == seg(4)
+    assert store["effects"] == [
+        {"kind": "memory_write", "address": {"space": "linear", "offset": 0x10200},
+         "byte_count": 1, "before_base64": "AA==", "after_base64": "AQ=="},
+        {"kind": "memory_write", "address": {"space": "linear", "offset": 0x10201},
+         "byte_count": 1, "before_base64": "AA==", "after_base64": "AA=="}]
+    rest = c.call("trace.read", {"cursor": "trace-16", "limit": 256})
+    assert len(rest["events"]) == 24 and "next_cursor" not in rest
+    assert c.call("trace.stop") == {"active": False, "event_count": 40}
+    assert c.call("trace.read", {"cursor": "trace-40"})["events"] == []
+
+
+def test_cpu_trace_by_steps_and_detail(c):
+    c.call("trace.start", {"detail": "csip", "instruction_count": 3})
+    for _ in range(5):
+        op = c.call("execution.step")["operation_id"]
+        c.call("execution.wait", {"operation_id": op})
+    page = c.call("trace.read")
+    assert page["event_count"] == 3 and page["active"] is False
+    assert [e["address"]["offset"] for e in page["events"]] == [0, 3, 4]
+    assert all("registers_before" not in e for e in page["events"])
+    c.call("trace.start", {"detail": "short", "instruction_count": 1})   # a new start replaces
+    op = c.call("execution.step")["operation_id"]
+    c.call("execution.wait", {"operation_id": op})
+    ev = c.call("trace.read")["events"][0]
+    assert "registers_before" in ev and "registers_after" not in ev
+
+
+@pytest.mark.parametrize("method, params, reason", [
+    ("trace.start", {"detail": "verbose"}, "INVALID_PARAMS"),
+    ("trace.start", {"instruction_count": 65537}, "LIMIT_EXCEEDED"),
+    ("trace.start", {"instruction_count": 0}, "INVALID_PARAMS"),
+    ("trace.read", {}, "PRECONDITION_FAILED"),
+    ("trace.stop", {}, "PRECONDITION_FAILED"),
+])
+def test_cpu_trace_rejections(c, method, params, reason):
+    assert c.error(method, params)["data"]["reason"] == reason
+
+
+def test_cpu_trace_cursor_rules(c):
+    c.call("trace.start", {"instruction_count": 2})
+    for params in ({"cursor": "trace-3"}, {"cursor": "bogus"}, {"limit": 257}, {"limit": 0}):
+        assert c.error("trace.read", params)["code"] == -32602
+    c.call("execution.continue")
+    assert c.error("trace.start", {})["data"]["reason"] == "TARGET_NOT_PAUSED"
+    c.call("execution.pause")
+
+
+# -- hardware trace ------------------------------------------------------------
+
+def test_hardware_trace_of_port_io_and_irqs(c):
+    meta = c.call("hardware.trace.start", {"capacity": 16})
+    assert meta == {"active": True, "capacity": 16, "dropped_event_count": 0,
+                    "first_available_sequence": 1}
+    c.call("io.write", {"port": "0x3D9", "value": 7})
+    c.call("io.read", {"port": "0x3DA"})
+    page = c.call("hardware.trace.read", {"cursor": None, "limit": 10})
+    assert [(e["kind"], e["port"], e["sequence"]) for e in page["events"]] == \
+        [("io_write", 0x3D9, 1), ("io_read", 0x3DA, 2)]
+    assert page["events"][0]["value"] == 7 and page["next_cursor"] == "hardware-2"
+    # the guest's timer interrupts (IRQ0) arrive while it runs
+    op = c.call("execution.run_until", {"max_emulated_ns": 1_000_000_000})["operation_id"]
+    c.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
+    first = c.call("hardware.trace.read", {"limit": 1})["first_available_sequence"]
+    page = c.call("hardware.trace.read", {"cursor": f"hardware-{first - 1}", "limit": 65536})
+    kinds = {e["kind"] for e in page["events"]}
+    assert {"irq_raise", "irq_dispatch"} <= kinds
+    dispatch = next(e for e in page["events"] if e["kind"] == "irq_dispatch")
+    assert dispatch["irq"] == 0 and dispatch["vector"] == 8
+    assert page["dropped_event_count"] > 0                    # 16 is small: it wrapped
+    assert page["first_available_sequence"] > 1
+    err = c.error("hardware.trace.read", {"cursor": "hardware-1"})
+    assert err["data"]["reason"] == "CURSOR_EXPIRED"
+    stopped = c.call("hardware.trace.stop")
+    assert stopped["active"] is False
+    n = c.call("hardware.trace.read", {"limit": 65536})
+    c.call("io.read", {"port": "0x3DA"})
+    assert c.call("hardware.trace.read", {"limit": 65536})["events"] == n["events"]
+
+
+def test_hardware_trace_filters(c):
+    c.call("hardware.trace.start", {"include_irq": False,
+                                    "ports": [{"first": "0x3d8", "last": "0x3d9"}]})
+    c.call("io.write", {"port": 0x3D9, "value": 1})
+    c.call("io.write", {"port": 0x3D4, "value": 1})
+    c.call("io.read", {"port": 0x3D8})
+    assert [e["port"] for e in c.call("hardware.trace.read")["events"]] == [0x3D9, 0x3D8]
+    c.call("hardware.trace.start", {"include_io": False, "irqs": [1]})
+    op = c.call("execution.run_until", {"max_emulated_ns": 100_000_000})["operation_id"]
+    c.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
+    assert c.call("hardware.trace.read")["events"] == []        # no keyboard IRQ
+    c.call("hardware.trace.stop")
+
+
+@pytest.mark.parametrize("method, params, reason", [
+    ("hardware.trace.start", {"include_io": False, "include_irq": False}, "INVALID_PARAMS"),
+    ("hardware.trace.start", {"capacity": 65537}, "LIMIT_EXCEEDED"),
+    ("hardware.trace.start", {"capacity": 0}, "INVALID_PARAMS"),
+    ("hardware.trace.start", {"irqs": [16]}, "INVALID_PARAMS"),
+    ("hardware.trace.start", {"ports": [{"first": 5, "last": 4}]}, "INVALID_PARAMS"),
+    ("hardware.trace.read", {}, "PRECONDITION_FAILED"),
+    ("hardware.trace.stop", {}, "PRECONDITION_FAILED"),
+])
+def test_hardware_trace_rejections(c, method, params, reason):
+    assert c.error(method, params)["data"]["reason"] == reason

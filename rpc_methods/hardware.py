@@ -1,0 +1,202 @@
+"""Method group ``hardware``: ``hardware.trace.start``, ``.read`` and
+``.stop`` -- a bounded recorder of port I/O and PIC IRQ transitions that
+never changes the emulated machine.
+
+While it records, the machine's port map sends every guest port access
+through Python (``PortMap.set_fast_reads(False)``: reads the CPU would answer
+itself are seen too) and the recorder wraps, on these two objects only, the
+port map's ``read``/``write`` and the PIC's ``raise_irq``/``lower_irq``/
+``acknowledge``.  Stopping restores them.  Port writes the CPU only counts
+(the BIOS's keyboard-poll stamp port) are not seen."""
+
+import collections
+
+from pypc_core import hookimpl
+from pypc_core.cpu import state as S
+from pypc_core.rpc import params as P
+from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.stops import cycles_to_ns
+
+MAX_CAPACITY = 65536
+DEFAULT_CAPACITY = 4096
+MAX_READ = 65536
+DEFAULT_READ = 128
+
+
+class Recorder:
+    def __init__(self, ctl, capacity, include_io, include_irq, ports, irqs):
+        self.ctl = ctl
+        self.capacity = capacity
+        self.include_io = include_io
+        self.include_irq = include_irq
+        self.ports = ports              # [(first, last)], empty: all
+        self.irqs = set(irqs)           # empty: all
+        self.events = collections.deque(maxlen=capacity)
+        self.next_sequence = 1
+        self.dropped = 0
+        self.active = False
+        self._saved = {}
+
+    # -- recording ---------------------------------------------------------------
+    def _where(self):
+        regs = self.ctl.cpu.regs
+        return {"space": "segmented", "segment": int(regs[S.CS]), "offset": int(regs[S.IP])}
+
+    def _add(self, event):
+        if len(self.events) == self.capacity:
+            self.dropped += 1
+        event["sequence"] = self.next_sequence
+        self.next_sequence += 1
+        self.events.append(event)
+
+    def _port_wanted(self, port):
+        return not self.ports or any(a <= port <= b for a, b in self.ports)
+
+    def _io(self, kind, port, width, value):
+        if self._port_wanted(port):
+            self._add({"kind": kind, "emulated_time": cycles_to_ns(self.ctl.machine.clock()),
+                       "address": self._where(), "port": port, "byte_count": width,
+                       "value": value})
+
+    def _irq(self, kind, irq, vector=None):
+        if self.irqs and irq not in self.irqs:
+            return
+        ev = {"kind": kind, "irq": irq, "address": self._where(),
+              "emulated_time": cycles_to_ns(self.ctl.machine.clock())}
+        if vector is not None:
+            ev["vector"] = vector
+        self._add(ev)
+
+    def start(self):
+        m = self.ctl.machine
+        pm, pic = m.ports, m.pic
+        if self.include_io:
+            read, write = pm.read, pm.write
+
+            def traced_read(port, width=1):
+                value = read(port, width)
+                self._io("io_read", port & 0xFFFF, width, value)
+                return value
+
+            def traced_write(port, value, width=1):
+                handled = write(port, value, width)
+                self._io("io_write", port & 0xFFFF, width,
+                         value & (0xFF if width == 1 else 0xFFFF))
+                return handled
+            self._saved["ports"] = (pm, getattr(pm, "fast_reads", True))
+            pm.read, pm.write = traced_read, traced_write
+            pm.set_fast_reads(False)
+        if self.include_irq:
+            raise_irq, lower_irq, acknowledge = pic.raise_irq, pic.lower_irq, pic.acknowledge
+
+            def traced_raise(n):
+                was = pic.lines & (1 << n)
+                raise_irq(n)
+                if not was and pic.lines & (1 << n):
+                    self._irq("irq_raise", n)
+
+            def traced_lower(n):
+                was = pic.lines & (1 << n)
+                lower_irq(n)
+                if was and not pic.lines & (1 << n):
+                    self._irq("irq_lower", n)
+
+            def traced_ack():
+                vector = acknowledge()
+                self._irq("irq_dispatch", (vector - pic.vector_base) & 0x07, vector)
+                return vector
+            self._saved["pic"] = pic
+            pic.raise_irq, pic.lower_irq, pic.acknowledge = traced_raise, traced_lower, traced_ack
+        self.active = True
+
+    def stop(self):
+        if not self.active:
+            return
+        saved = self._saved.pop("ports", None)
+        if saved is not None:
+            pm, fast = saved
+            for name in ("read", "write"):
+                pm.__dict__.pop(name, None)
+            pm.set_fast_reads(fast)
+        pic = self._saved.pop("pic", None)
+        if pic is not None:
+            for name in ("raise_irq", "lower_irq", "acknowledge"):
+                pic.__dict__.pop(name, None)
+        self.active = False
+
+    # -- results -------------------------------------------------------------------
+    @property
+    def first_available(self):
+        return self.events[0]["sequence"] if self.events else self.next_sequence
+
+    def meta(self):
+        return {"active": self.active, "capacity": self.capacity,
+                "dropped_event_count": self.dropped,
+                "first_available_sequence": self.first_available}
+
+
+def _current(ctl, method):
+    rec = ctl.extensions.get("hardware_trace")
+    if rec is None:
+        raise invalid(f"{method}: no hardware trace has been started "
+                      f"(hardware.trace.start)", "PRECONDITION_FAILED")
+    return rec
+
+
+def start(ctl, params):
+    capacity = P.length(params.get("capacity", DEFAULT_CAPACITY), "capacity", MAX_CAPACITY)
+    include_io = P.boolean(params.get("include_io", True), "include_io")
+    include_irq = P.boolean(params.get("include_irq", True), "include_irq")
+    if not include_io and not include_irq:
+        raise invalid("enable include_io or include_irq (or both)", field="include_io")
+    ranges = []
+    for i, r in enumerate(params.get("ports", [])):
+        first = P.number(r["first"], f"ports[{i}].first", 0, 0xFFFF)
+        last = P.number(r.get("last", first), f"ports[{i}].last", 0, 0xFFFF)
+        if last < first:
+            raise invalid(f"ports[{i}]: last is below first", field=f"ports[{i}]")
+        ranges.append((first, last))
+    irqs = [P.number(n, f"irqs[{i}]", 0, 15) for i, n in enumerate(params.get("irqs", []))]
+    old = ctl.extensions.get("hardware_trace")
+    if old is not None:
+        old.stop()
+    rec = Recorder(ctl, capacity, include_io, include_irq, ranges, irqs)
+    rec.start()
+    ctl.extensions["hardware_trace"] = rec
+    return rec.meta()
+
+
+def read(ctl, params):
+    rec = _current(ctl, "hardware.trace.read")
+    n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
+    cursor = params.get("cursor")
+    after = rec.first_available - 1
+    if cursor is not None:
+        if not isinstance(cursor, str) or not cursor.startswith("hardware-"):
+            raise invalid("cursor must be null or hardware-N", field="cursor")
+        after = P.number(cursor[9:], "cursor", 0, 1 << 62)
+        if after >= rec.next_sequence:
+            raise invalid(f"cursor {cursor} is beyond the last event "
+                          f"(hardware-{rec.next_sequence - 1})", field="cursor")
+        if after < rec.first_available - 1:
+            raise invalid(f"cursor {cursor} has expired: events before "
+                          f"{rec.first_available} were overwritten", "CURSOR_EXPIRED",
+                          first_available_sequence=rec.first_available)
+    skip = after + 1 - rec.first_available
+    events = [dict(e) for e in list(rec.events)[skip:skip + n]]
+    out = rec.meta()
+    out["events"] = events
+    out["next_cursor"] = f"hardware-{events[-1]['sequence']}" if events else cursor
+    return out
+
+
+def stop(ctl, params):
+    rec = _current(ctl, "hardware.trace.stop")
+    rec.stop()
+    return rec.meta()
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"hardware.trace.start": start, "hardware.trace.read": read,
+            "hardware.trace.stop": stop}

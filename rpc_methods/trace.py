@@ -1,0 +1,191 @@
+"""Method group ``trace``: ``trace.start``, ``trace.read`` and ``trace.stop``
+-- a bounded CPU instruction trace recorded by the compiled loop itself
+(``Machine.trace``), shaped into the contract's events.
+
+What the machine's trace records: executed instructions (a software INT
+included), with the registers before each and the memory and I/O effects in
+order.  Hardware interrupt entries and HLT waits are not recorded, so this
+trace has ``instruction`` events only; ``instruction_count`` counts them."""
+
+import base64
+
+from pypc_core import hookimpl
+from pypc_core.cpu import state as S
+from pypc_core.rpc import params as P
+from pypc_core.rpc.controller import flags_text
+from pypc_core.rpc.errors import invalid, limit
+
+MAX_EVENTS = 65536
+DEFAULT_EVENTS = 256
+DETAILS = ("csip", "short", "normal", "long")
+MAX_READ = 256
+DEFAULT_READ = 128
+
+
+class CpuTrace:
+    def __init__(self, ctl, detail, count):
+        self.ctl = ctl
+        self.detail = detail
+        self.count = count
+        self.active = True
+        m = ctl.machine
+        m.trace.start(capacity=count + 16, registers=detail != "csip", effects=True)
+        self.end_clock = None
+        self.end_regs = None
+
+    @property
+    def machine_trace(self):
+        return self.ctl.machine.trace
+
+    def recorded(self):
+        return min(self.machine_trace.total, self.count)
+
+    def limit(self, ctl, cycles):
+        """Cap a running slice so the trace cannot run past its count (an
+        8088 instruction takes at least 2 cycles)."""
+        if not self.active:
+            return cycles
+        left = self.count - self.machine_trace.total
+        return max(1, 2 * left - 1)
+
+    def after_slice(self, ctl):
+        if self.active and self.machine_trace.total >= self.count:
+            self.finish()
+
+    def finish(self):
+        if self.active:
+            self.machine_trace.stop()
+            self.active = False
+            self.end_clock = self.ctl.machine.clock()
+            self.end_regs = _regs(self.ctl.cpu.regs)
+
+    def events(self, start, n):
+        mt = self.machine_trace
+        total = self.recorded()
+        end = min(total, start + n)
+        if end <= start:
+            return []
+        # one record past the page gives the "after" side of the last event
+        recs = mt.read(start, min(end + 1, mt.total) - start)
+        buf = self.ctl.cpu.trace_buf
+        ports = self.ctl.machine.ports
+        out = []
+        for i in range(end - start):
+            rec = recs[i]
+            nxt = recs[i + 1] if i + 1 < len(recs) else None
+            row = buf[rec["index"] % mt.capacity]
+            raw = int(row[S.TR_BYTES]).to_bytes(8, "little", signed=True)
+            if nxt is not None:
+                clock_after, regs_after = nxt["cycles"], nxt.get("regs")
+            elif self.active:
+                clock_after, regs_after = self.ctl.machine.clock(), _regs(self.ctl.cpu.regs)
+            else:
+                clock_after, regs_after = self.end_clock, self.end_regs
+            ev = {"sequence": rec["index"], "kind": "instruction",
+                  "address": {"space": "segmented", "segment": rec["cs"], "offset": rec["ip"]},
+                  "physical": rec["linear"], "opcode_hex": raw.hex(),
+                  "clock_before": rec["cycles"], "clock_after": clock_after,
+                  "clock_delta": clock_after - rec["cycles"],
+                  "effects": [_effect(e, ports) for e in rec.get("effects", [])]}
+            if self.detail != "csip":
+                ev["registers_before"] = _shape(rec["regs"], rec["cycles"])
+            if self.detail in ("normal", "long"):
+                ev["registers_after"] = _shape(regs_after, clock_after)
+            out.append(ev)
+        return out
+
+
+def _regs(regs):
+    return {name: int(regs[S.REG_INDEX[name]]) for name in S.REG_INDEX}
+
+
+def _shape(regs, clock):
+    flags = regs["flags"]
+    return {"general": {n: regs[n] for n in ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di")},
+            "segments": {n: regs[n] for n in ("cs", "ds", "es", "ss")},
+            "ip": regs["ip"], "flags": flags, "flags_text": flags_text(flags), "clock": clock}
+
+
+def _b64(value):
+    return base64.b64encode(bytes([value & 0xFF])).decode()
+
+
+def _effect(e, ports):
+    kind = e["kind"]
+    if kind == "mem_read":
+        return {"kind": "memory_read", "address": {"space": "linear", "offset": e["address"]},
+                "byte_count": 1, "data_base64": _b64(e["value"])}
+    if kind == "mem_write":
+        return {"kind": "memory_write", "address": {"space": "linear", "offset": e["address"]},
+                "byte_count": 1, "before_base64": _b64(e["old"]),
+                "after_base64": _b64(e["value"])}
+    return {"kind": "io_read" if kind == "io_read" else "io_write", "port": e["port"],
+            "byte_count": e["width"], "value": e["value"],
+            "handled": ports.owner(e["port"]) is not None}
+
+
+def _current(ctl, method):
+    tr = ctl.extensions.get("cpu_trace")
+    if tr is None:
+        raise invalid(f"{method}: no trace has been started (trace.start)",
+                      "PRECONDITION_FAILED")
+    return tr
+
+
+def start(ctl, params):
+    ctl.require_paused("trace.start")
+    detail = params.get("detail", "normal")
+    if detail not in DETAILS:
+        raise invalid(f"detail must be one of {', '.join(DETAILS)}", field="detail")
+    count = P.length(params.get("instruction_count", DEFAULT_EVENTS), "instruction_count",
+                     MAX_EVENTS)
+    old = ctl.extensions.get("cpu_trace")
+    if old is not None and old.active:
+        raise invalid("a trace is already recording (trace.stop it first)",
+                      "PRECONDITION_FAILED")
+    tr = CpuTrace(ctl, detail, count)
+    ctl.extensions["cpu_trace"] = tr
+    ctl.limit_hooks[:] = [h for h in ctl.limit_hooks if not getattr(h, "_cpu_trace", False)]
+    ctl.slice_hooks[:] = [h for h in ctl.slice_hooks if not getattr(h, "_cpu_trace", False)]
+
+    def cap(c, cycles):
+        return tr.limit(c, cycles)
+
+    def after(c):
+        tr.after_slice(c)
+    cap._cpu_trace = after._cpu_trace = True
+    ctl.limit_hooks.append(cap)
+    ctl.slice_hooks.append(after)
+    return {"active": True, "detail": detail, "instruction_count": count, "event_count": 0}
+
+
+def read(ctl, params):
+    tr = _current(ctl, "trace.read")
+    n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
+    cursor = params.get("cursor")
+    total = tr.recorded()
+    offset = 0
+    if cursor is not None:
+        if not isinstance(cursor, str) or not cursor.startswith("trace-"):
+            raise invalid("cursor must be null or trace-N", field="cursor")
+        offset = P.number(cursor[6:], "cursor", 0, 1 << 62)
+        if offset > total:
+            raise invalid(f"cursor {cursor} is beyond the {total} retained events",
+                          field="cursor")
+    events = tr.events(offset, n)
+    out = {"events": events, "event_count": total, "active": tr.active, "detail": tr.detail}
+    nxt = offset + len(events)
+    if nxt < total:
+        out["next_cursor"] = f"trace-{nxt}"
+    return out
+
+
+def stop(ctl, params):
+    tr = _current(ctl, "trace.stop")
+    tr.finish()
+    return {"active": False, "event_count": tr.recorded()}
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"trace.start": start, "trace.read": read, "trace.stop": stop}
