@@ -385,3 +385,16 @@ def test_doubled_frame_and_png(mode, size, tmp_path):
     raw = zlib.decompressobj().decompress(idat)
     rows = np.frombuffer(raw[:h * (1 + 3 * w)], np.uint8).reshape(h, 1 + 3 * w)
     assert (rows[:, 1:].reshape(h, w, 3) == img).all()
+
+
+def test_underline_location():
+    v = text_card(ord(" "), 0x01)                  # blue on black: "underline" colours
+    dac_set(v, 0x01, (0, 0, 63))
+    assert not v.frame(8)[0:16, 0:9].any()         # location 1Fh: below the cell
+    v.port_write(0x3D4, 0x14)
+    v.port_write(0x3D5, 0x0F)
+    lit = [bool(row.any()) for row in v.frame(8)[0:16, 0:9]]
+    assert lit == [y == 15 for y in range(16)]
+    v.planes[1, 0] = 0x02                          # green: no underline
+    dac_set(v, 0x02, (0, 63, 0))
+    assert not v.frame(8)[0:16, 0:9].any()

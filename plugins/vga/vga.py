@@ -48,7 +48,8 @@ Rendering (``frame()``)
     720x400.  Horizontal pel panning (AC 13h, with the split-screen
     compatibility bit of AC 10h) and the preset row scan (CRTC 8) shift the
     picture as on the card.  Not modelled: cursor skew and the byte-panning
-    bits of CRTC 8, the underline outside monochrome text.
+    bits of CRTC 8, monochrome attribute decoding (mode 7), the vertical retrace
+    interrupt.
 """
 
 import numpy as np
@@ -764,10 +765,11 @@ class VGA(Device):
             bg = bg & 7
             if not char_on:
                 fg = np.where(at & 0x80, bg, fg)
-        if self.ac[0x10] & 0x02:                      # monochrome: underline
-            ul = (self.crtc[0x14] & 0x1F)
-            under = ((at & 0x77) == 0x01) & (ra[:, None] == ul)
-            bits = np.where(under[:, :, None], 1, bits)
+        # underline: attribute x000x001 on the underline location's line (the
+        # BIOS puts that line below the cell in colour modes)
+        under = ((at & 0x77) == 0x01) & (ra[:, None] == (self.crtc[0x14] & 0x1F))
+        if under.any():
+            bits = np.where(under[:, :, None], np.uint8(1), bits)
         # cursor
         r = self.crtc
         cstart, cend = r[0x0A] & 0x1F, r[0x0B] & 0x1F
