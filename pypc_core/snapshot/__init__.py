@@ -45,7 +45,8 @@ def import_bundle(machine, path, disk_root=None, expected_sha256=None, reference
         raise SnapshotError("the bundle holds disks: give disk_root, a new directory for "
                             "them", "disk_root")
     ref_paths = I.verify_references(bundle, refs, progress)
-    paths = I.materialize(bundle, disk_root, ref_paths, progress)
+    paths = I.materialize(bundle, disk_root, ref_paths, progress,
+                          keep_overlay=I.cow_indices(machine, bundle))
     new_disks = I.open_disks(machine, bundle, paths)
     I.install(machine, bundle, new_disks)
     if not preserve_breakpoints:

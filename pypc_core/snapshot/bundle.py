@@ -13,9 +13,10 @@ A bundle is a ZIP archive:
 ``payload/<sha256>.bin``
     arrays and byte strings of the state (RAM, CPU words, video planes...)
 ``disks/<n>.img``
-    an embedded disk (the whole image as the guest sees it)
+    an embedded disk image (the image file itself)
 ``disks/<n>.overlay``
-    copy-on-write sectors over a referenced image (LBA table + sectors)
+    the drive's copy-on-write sectors over its image (LBA table + sectors),
+    when it has any
 
 Nothing else may be in the archive: names are matched against
 :data:`MEMBER_NAME`, so no path can leave the bundle.
@@ -52,8 +53,12 @@ def payload_name(digest):
     return f"payload/{digest}.bin"
 
 
-def disk_member(index, kind):
-    return f"disks/{index}.{'img' if kind == 'embedded' else 'overlay'}"
+def disk_image_member(index):
+    return f"disks/{index}.img"
+
+
+def disk_overlay_member(index):
+    return f"disks/{index}.overlay"
 
 
 # -- the machine's configuration ---------------------------------------------------------
@@ -84,9 +89,17 @@ def configuration(machine):
         "game_port": any(is_game_port(dev) for dev in machine.devices.values()),
         "drives": [{"drive": DRIVE_LETTERS.get(d, f"{d:02X}"), "kind": machine.disks[d].kind}
                    for d in sorted(machine.disks)],
-        "memory_map_sha256": hashlib.sha256(
-            machine.memory.page_table.tobytes()).hexdigest(),
+        "memory_map_sha256": memory_layout_sha256(machine.memory),
     }
+
+
+def memory_layout_sha256(memory):
+    """The fixed part of the memory map: which pages are RAM or ROM and
+    whose (device windows that a card remaps with its mode are state, not
+    configuration)."""
+    layout = [f"{page}:{kind}:{memory.page_owner[page]}"
+              for page, kind in enumerate(memory.page_kind) if kind in ("ram", "rom")]
+    return hashlib.sha256("\n".join(layout).encode()).hexdigest()
 
 
 def bundle_version(config):

@@ -10,6 +10,7 @@ state; if a device still refuses its state, the machine's previous state and
 disks are put back before the error is raised.
 """
 
+import base64
 import collections
 import hashlib
 import os
@@ -156,10 +157,12 @@ def verify_references(bundle, references, progress=None):
     return paths
 
 
-def materialize(bundle, disk_root, ref_paths, progress=None):
+def materialize(bundle, disk_root, ref_paths, progress=None, keep_overlay=()):
     """Create ``disk_root`` and write every disk there; returns ``{index:
-    path}``.  A failure here can leave a partial new directory (never a
-    changed machine or a changed existing file)."""
+    path}``.  A drive's copy-on-write sectors are written into its new image
+    unless its index is in ``keep_overlay`` (a live copy-on-write drive gets
+    them back as its overlay).  A failure here can leave a partial new
+    directory (never a changed machine or a changed existing file)."""
     if not bundle.disks:
         return {}
     check_new_directory(disk_root)
@@ -185,6 +188,7 @@ def materialize(bundle, disk_root, ref_paths, progress=None):
                             progress.advance(min(CHUNK, len(data) - off))
                 else:
                     _copy_reference(fd, path, ref_paths[i], d, progress)
+                if i not in keep_overlay:
                     for lba, sec in sorted(bundle.overlays.get(i, {}).items()):
                         try:
                             os.pwrite(fd, sec, lba * 512)
@@ -263,9 +267,14 @@ def install(machine, bundle, new_disks):
     backup = machine.get_state()
     old_disks = dict(machine.disks)
     state = dict(bundle.state)
-    media = {B.LETTER_DRIVES[d["drive"]]: d["media_changed"] for d in bundle.disks}
-    state["disks"] = {drive: {"media_changed": media[drive], "overlay": {}}
-                      for drive in new_disks}
+    state["disks"] = {}
+    for d in bundle.disks:
+        drive = B.LETTER_DRIVES[d["drive"]]
+        overlay = bundle.overlays.get(d["index"], {}) if new_disks[drive].mode == "cow" else {}
+        state["disks"][drive] = {
+            "media_changed": d["media_changed"],
+            "overlay": {str(lba): base64.b64encode(sec).decode("ascii")
+                        for lba, sec in sorted(overlay.items())}}
     host_words = keep_host_words(machine)
     try:
         machine.disks.clear()
@@ -327,3 +336,9 @@ def _update_config_paths(machine, new_disks):
                 setattr(cfg, attr, new_disks[drive].path)
             except Exception:
                 pass
+
+
+def cow_indices(machine, bundle):
+    """Indices of the bundle's disks whose live drive is copy-on-write."""
+    return {d["index"] for d in bundle.disks
+            if machine.disks[B.LETTER_DRIVES[d["drive"]]].mode == "cow"}

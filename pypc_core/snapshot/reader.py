@@ -278,29 +278,27 @@ def open_bundle(path, expected_sha256=None, progress=None):
     disk_data, overlays = {}, {}
     for d in manifest["disks"]:
         i = d["index"]
-        img, ovl = B.disk_member(i, "embedded"), B.disk_member(i, "reference")
+        img, ovl = B.disk_image_member(i), B.disk_overlay_member(i)
         if d["storage"] == "embedded":
-            if img not in blobs or ovl in blobs:
-                raise SnapshotError(f"disk {i}: an embedded disk needs {img} (only)",
-                                    "missing_member")
+            if img not in blobs:
+                raise SnapshotError(f"disk {i}: an embedded disk needs {img}", "missing_member")
             if len(blobs[img]) != d["size"] or \
                     hashlib.sha256(blobs[img]).hexdigest() != d["sha256"]:
                 raise SnapshotError(f"disk {i}: {img} does not match the manifest's size and "
                                     f"SHA-256", "member_sha256")
             disk_data[i] = blobs.pop(img)
-        else:
-            if img in blobs:
-                raise SnapshotError(f"disk {i}: a referenced disk has no {img}", "manifest")
-            if d.get("overlay_sectors", 0):
-                if ovl not in blobs:
-                    raise SnapshotError(f"disk {i}: {ovl} is missing", "missing_member")
-                overlays[i] = decode_overlay(blobs.pop(ovl), d["size"] // 512, ovl)
-                if len(overlays[i]) != d["overlay_sectors"]:
-                    raise SnapshotError(f"disk {i}: the overlay holds {len(overlays[i])} "
-                                        f"sectors, the manifest says {d['overlay_sectors']}",
-                                        "overlay")
-            elif ovl in blobs:
-                raise SnapshotError(f"disk {i}: unexpected {ovl}", "manifest")
+        elif img in blobs:
+            raise SnapshotError(f"disk {i}: a referenced disk has no {img}", "manifest")
+        if d.get("overlay_sectors", 0):
+            if ovl not in blobs:
+                raise SnapshotError(f"disk {i}: {ovl} is missing", "missing_member")
+            overlays[i] = decode_overlay(blobs.pop(ovl), d["size"] // 512, ovl)
+            if len(overlays[i]) != d["overlay_sectors"]:
+                raise SnapshotError(f"disk {i}: the overlay holds {len(overlays[i])} "
+                                    f"sectors, the manifest says {d['overlay_sectors']}",
+                                    "overlay")
+        elif ovl in blobs:
+            raise SnapshotError(f"disk {i}: unexpected {ovl}", "manifest")
     leftovers = [n for n in blobs if not n.startswith("payload/")]
     if leftovers:
         raise SnapshotError(f"members {leftovers} belong to no disk", "manifest")

@@ -42,7 +42,11 @@ MAX_RECORDING = 64 << 20
 
 def state_sha256(machine):
     """SHA-256 of the machine's whole state (CPU, memory, devices, disk
-    overlays, firmware) in its canonical bundle encoding."""
+    overlays, firmware) in its canonical bundle encoding.  The ports the
+    CPU answers are refreshed first (as after any exit): devices that catch
+    their own clock up lazily (the keyboard) then agree on it, so two
+    machines the guest cannot tell apart hash the same."""
+    machine.ports.refresh()
     tree, payloads = codec.encode(machine.get_state())
     h = hashlib.sha256(json.dumps(tree, sort_keys=True, separators=(",", ":")).encode())
     for digest in sorted(payloads):

@@ -13,7 +13,7 @@ import zipfile
 from .. import __version__
 from . import bundle as B
 from . import codec
-from .disks import base_chunks, encode_overlay, guest_chunks, overlay_of
+from .disks import base_chunks, encode_overlay, overlay_of
 from .errors import SnapshotError
 
 
@@ -179,32 +179,34 @@ def export_bundle(machine, path, disk_mode="auto", *, host=None, progress=None):
 
 
 def _write_disk(zf, index, drive, disk, storage, disk_state, members, progress):
+    """The image (embedded, or size and SHA-256 of its file) and, apart,
+    the copy-on-write overlay: a restored drive gets both back as they were."""
     overlay = overlay_of(disk)
     entry = {"index": index, "drive": B.DRIVE_LETTERS.get(drive, f"{drive:02X}"),
              "kind": disk.kind, "mode": disk.mode, "size": disk.size,
              "geometry": list(disk.geometry), "storage": storage,
-             "media_changed": bool(disk_state.get("media_changed", False))}
+             "media_changed": bool(disk_state.get("media_changed", False)),
+             "overlay_sectors": len(overlay)}
     h = hashlib.sha256()
     if storage == "embedded":
-        name = B.disk_member(index, storage)
+        name = B.disk_image_member(index)
         with zf.open(_info(name), "w", force_zip64=True) as out:
-            for chunk in guest_chunks(disk, overlay):
+            for chunk in base_chunks(disk):
                 out.write(chunk)
                 h.update(chunk)
                 if progress is not None:
                     progress.advance(len(chunk))
         entry["sha256"] = h.hexdigest()
         members[name] = {"size": disk.size, "sha256": entry["sha256"]}
-        return entry
-    for chunk in base_chunks(disk):
-        h.update(chunk)
-        if progress is not None:
-            progress.advance(len(chunk))
-    entry["sha256"] = h.hexdigest()
-    entry["source_path"] = os.path.abspath(disk.path)
-    entry["overlay_sectors"] = len(overlay)
+    else:
+        for chunk in base_chunks(disk):
+            h.update(chunk)
+            if progress is not None:
+                progress.advance(len(chunk))
+        entry["sha256"] = h.hexdigest()
+        entry["source_path"] = os.path.abspath(disk.path)
     if overlay:
-        name = B.disk_member(index, storage)
+        name = B.disk_overlay_member(index)
         data = encode_overlay(overlay)
         zf.writestr(_info(name), data)
         members[name] = {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
