@@ -1358,8 +1358,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
             if ctl[C_RECORD]:
                 _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
             regs[IP] = ip
-            if fast_port_write(pk, pio, port, v, now, w):
-                # a stamp, one-shot or compiled-handler port: no exit
+            if fast_port_write(pk, pio, port, v, now + cyc, w):
+                # a stamp, one-shot or compiled-handler port: no exit (it
+                # sees the cycle after the OUT, as a Python handler does)
                 return cyc, ST_OK
             if (pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
                     or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 2))):
