@@ -93,9 +93,15 @@ def _geometry(text):
 def add_run_arguments(parser):
     """The options of ``pypc run`` (plugin options are added later)."""
     parser.add_argument(
-        "--plugins", default="cga,fdc", metavar="A,B",
+        "--plugins", default="cga,fdc,uart", metavar="A,B",
         help="device plugins to plug in, comma-separated (default: %(default)s; "
              "'pypc plugins' lists them)")
+    parser.add_argument(
+        "--video", metavar="CARD",
+        help="the display card (e.g. cga, vga): replaces the video card of --plugins")
+    parser.add_argument(
+        "--game-port", action="store_true",
+        help="add the game port (two analog sticks at 201h): --plugins ...,gameport")
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
                    help="no window: the screen is only read through RPC, "
@@ -248,11 +254,13 @@ def cmd_run(argv, run_parser):
     first = add_run_arguments(_Parser(prog=run_parser.prog, add_help=False))
     known, _ = first.parse_known_args(argv[1:])
     pm = PluginManager()
-    pm.select(known.plugins)
+    plugins = launch_plugins(pm, known.plugins, known.video, known.game_port)
+    pm.select(plugins)
     pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))
     args = run_parser.parse_args(argv[1:])
     args.command = "run"
+    args.plugins = plugins
     args.plugin_manager = pm
     args.plugins_given = any(a == "--plugins" or a.startswith("--plugins=") for a in argv[1:])
     from . import bare
@@ -268,6 +276,21 @@ def cmd_run(argv, run_parser):
                         "is missing from this installation") from None
     result = launcher.run(args)
     return result if isinstance(result, int) else 0
+
+
+def launch_plugins(pm, plugins, video=None, game_port=False):
+    """The device plugins a launch loads: ``--plugins`` as given, its video
+    card(s) replaced by ``--video``, ``gameport`` added by ``--game-port``.
+    Which plugins are video cards is read from their declarations."""
+    from .device import CAP_VIDEO
+    from .plugins import parse_names
+    names = parse_names(plugins)
+    if video:
+        names = [n for n in names if not pm.declares(n, CAP_VIDEO)]
+        names.insert(0, video)
+    if game_port and "gameport" not in names:
+        names.append("gameport")
+    return ",".join(names)
 
 
 def main(argv=None):

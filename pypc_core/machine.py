@@ -37,7 +37,7 @@ class MachineError(PypcError):
 
 @attrs.define
 class MachineConfig:
-    plugins: list = attrs.Factory(lambda: ["cga", "fdc"])
+    plugins: list = attrs.Factory(lambda: ["cga", "fdc", "uart"])
     floppy_a: str = None
     floppy_b: str = None
     hdd: str = None

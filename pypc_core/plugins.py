@@ -268,6 +268,19 @@ class PluginManager:
         self.check_declarations()
         return list(self.selected)
 
+    def declares(self, name, capability):
+        """True if device plugin ``name`` declares ``capability`` (its module
+        is imported and asked in a scratch manager; nothing is registered).
+        An unknown name raises :class:`UnknownPluginError`."""
+        src = self.source(name, DEVICE_GROUP)
+        module = self.load(name, DEVICE_GROUP)
+        scratch = _new_pluggy()
+        scratch.register(module, name=src.key)
+        for result in scratch.hook.pypc_device_declare():
+            if any(capability in d.capabilities for d in _as_list(result)):
+                return True
+        return False
+
     def register_rpc_methods(self):
         """Register every plugin of the ``pypc.rpc_methods`` group.
 
@@ -323,11 +336,17 @@ class PluginManager:
         device and the motherboard (its chips, RAM and BIOS ROM as a default
         machine has them), declare one I/O port, IRQ, DMA channel or memory
         byte.  The machine checks again with its real configuration."""
-        from .board import Resources, motherboard_declarations
+        from .board import ClaimError, Resources, motherboard_declarations
+        from .device import CAP_VIDEO
+        declared = self.declarations()
+        videos = [name for name, decl in declared if CAP_VIDEO in decl.capabilities]
+        if len(videos) > 1:
+            raise ClaimError(f"two video cards: {' and '.join(videos)}; a machine has "
+                             "one display (choose one, e.g. --video cga)")
         ledger = Resources()
         for owner, decl in motherboard_declarations():
             ledger.add(owner, decl)
-        for name, decl in self.declarations():
+        for name, decl in declared:
             owner = decl.name if decl.name == name else f"{decl.name} (plugin {name})"
             ledger.add(owner, decl)
 
