@@ -62,8 +62,12 @@ def _kind(v):
         return "bytes"
     if isinstance(v, dict):
         return "object"
-    if isinstance(v, (list, tuple, collections.deque)):
-        return "sequence"
+    if isinstance(v, list):
+        return "list"
+    if isinstance(v, tuple):
+        return "tuple"
+    if isinstance(v, collections.deque):
+        return "deque"
     if isinstance(v, (set, frozenset)):
         return "set"
     return type(v).__name__
@@ -110,7 +114,7 @@ def check_shape(value, like, path="state", exact=None, depth=0):
                 check_shape(v, like[k], f"{path}.{k}",
                             None if exact is None or exact <= 0 else exact - 1, depth + 1)
         return
-    if _kind(like) == "sequence" and len(like):
+    if _kind(like) in ("list", "tuple", "deque") and len(like):
         for i, v in enumerate(value):
             check_shape(v, like[min(i, len(like) - 1)], f"{path}[{i}]", None, depth + 1)
 
