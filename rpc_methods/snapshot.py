@@ -102,6 +102,17 @@ def import_(ctl, params):
     # revisions are host-session identities: one more than before the import
     ctl.extra_revision = before + 1 - int(ctl.cpu.instructions)
     _clear_journals(ctl)
+    # transient predicates (run_until) go with their operations; the
+    # permanent breakpoints stay unless preserve_breakpoints is false
+    table = ctl.machine.breakpoints
+    for bp in table.all():
+        if bp.internal:
+            table.remove(bp.id)
+    meta = getattr(ctl, "bp_meta", None)
+    if isinstance(meta, dict):
+        live = {bp.id for bp in table.all()}
+        for key in [k for k in meta if k not in live]:
+            del meta[key]
     ctl.pending_step = None
     ctl.active = None
     held = bundle.host.get("pressed_scancodes", [])
