@@ -73,6 +73,10 @@ class FakeMachine:
             parallel_ports=[0x378] if "lpt" in self.devices else [],
             game_port="gameport" in self.devices, video="cga")
         self.initial_ticks = 0
+        self.video = None               # the CGA: the BIOS's own INT 10h
+        # services that wait (INT 14h) let emulated time pass and catch up
+        self.scheduler = types.SimpleNamespace(invalidate=lambda: None,
+                                               next_stop=lambda limit: limit)
         from pypc_plugins.fdc import Fdc765
         self.pic = FakePic()
         self.dma = Dma8237(memory=self.memory)
@@ -677,8 +681,10 @@ def test_int14_through_a_uart():
     uart["writes"].clear()
     r = call(bios, "int14", ah=1, al=ord("A"), dx=0)
     assert (0x3F8, ord("A")) in uart["writes"] and not r.ah & 0x80
+    before = int(m.cpu.ctl[S.C_CYCLES])
     r = call(bios, "int14", ah=2, dx=0)
     assert r.ah & 0x80                                            # nothing received
+    assert int(m.cpu.ctl[S.C_CYCLES]) - before == 262_144         # after one tick's wait
     uart["rx"] = ord("z")
     r = call(bios, "int14", ah=2, dx=0)
     assert r.al == ord("z") and not r.ah & 0x80

@@ -42,7 +42,7 @@ class VideoService(Service):
 
     def _firmware(self):
         """The video card's own INT 10h firmware, or None (a CGA)."""
-        card = getattr(self.bios.machine, "video", None)
+        card = self.bios.machine.video
         if card is not self._fw_card:
             make = getattr(card, "video_firmware", None)
             self._fw = make(self) if make is not None else None

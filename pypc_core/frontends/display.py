@@ -119,11 +119,6 @@ class Display:
     def latest(self):
         return self._snapshot
 
-    @property
-    def seq(self):
-        """The number of the newest published snapshot (0: none yet)."""
-        return self._seq
-
     def wait(self, after_seq, frame=False, text=False, timeout=None, urgent=False):
         """A snapshot newer than ``after_seq`` that has what the caller needs
         (``frame``, ``text``), or None after ``timeout`` host seconds (or

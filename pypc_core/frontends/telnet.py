@@ -227,10 +227,10 @@ class TelnetSession:
                 if not data:
                     break
                 replies, text = self.input.feed(data)
+                if replies:
+                    self.send(replies)
                 if text:
-                    self._keys(text)            # before the replies: a reply to
-                if replies:                     # a later option means the keys
-                    self.send(replies)          # before it are queued
+                    self._keys(text)
         except OSError:
             pass
         finally:

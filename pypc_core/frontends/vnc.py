@@ -29,7 +29,6 @@ import zlib
 import numpy as np
 
 from .. import scancodes
-from .display import Snapshot
 from .telnet import close_listener, listen_socket
 
 ENC_RAW = 0
@@ -130,10 +129,21 @@ def changed_rects(old, new, tile=TILE):
     tiles = padded.reshape(th, tile, tw, tile).any(axis=(1, 3))
     runs_by_row = []
     for ty in range(th):
-        edges = np.diff(np.concatenate(([0], tiles[ty].astype(np.int8), [0])))
-        starts = np.flatnonzero(edges == 1)
-        ends = np.flatnonzero(edges == -1)
-        runs_by_row.append([(int(a), int(b)) for a, b in zip(starts, ends)])
+        row = tiles[ty]
+        runs = []
+        tx = 0
+        idx = np.flatnonzero(row)
+        i = 0
+        while i < len(idx):
+            start = idx[i]
+            end = start
+            while i + 1 < len(idx) and idx[i + 1] == end + 1:
+                i += 1
+                end = idx[i]
+            runs.append((int(start), int(end) + 1))
+            i += 1
+        del tx
+        runs_by_row.append(runs)
     rects = []
     open_rects = {}                  # (start, end) -> [ty0, ty1]
     for ty, runs in enumerate(runs_by_row + [[]]):
@@ -321,9 +331,11 @@ class VncSession:
         display = self.server.display
         try:
             snap = display.wait(0, frame=True, timeout=2.0, urgent=True) or display.latest()
-            if snap is None or snap.frame is None:       # the machine loop is not serving
+            if snap is None or snap.frame is None:
+                from .display import Snapshot
+                import numpy as _np
                 snap = Snapshot(seq=0, epoch=None, adapter="none", mode="none",
-                                frame=np.zeros((200, 640, 3), dtype=np.uint8))
+                                frame=_np.zeros((200, 640, 3), dtype=_np.uint8))
             self._handshake(snap)
             threading.Thread(target=self._writer, daemon=True,
                              name=f"vnc-out-{self.peer}").start()
@@ -382,9 +394,7 @@ class VncSession:
                 if request is None:
                     break
                 incremental = request[0]
-                # a full request is answered with a picture taken after it came
-                after = seq if incremental else max(seq, display.seq)
-                snap = display.wait(after, frame=True, timeout=0.5, urgent=not incremental)
+                snap = display.wait(seq, frame=True, timeout=0.5, urgent=not incremental)
                 if snap is None:
                     if display.closed:
                         break
@@ -442,10 +452,10 @@ class VncSession:
         if not incremental:
             x0, y0 = min(rx, w), min(ry, h)
             x1, y1 = min(w, rx + rw), min(h, ry + rh)
-            if not (x1 > x0 and y1 > y0):
-                x0, y0, x1, y1 = 0, 0, w, h
-            self.sent[y0:y1, x0:x1] = frame[y0:y1, x0:x1]
-            return [(x0, y0, x1 - x0, y1 - y0)], pseudo
+            self.sent = frame.copy()
+            if x1 > x0 and y1 > y0:
+                return [(x0, y0, x1 - x0, y1 - y0)], pseudo
+            return [(0, 0, w, h)], pseudo
         rects = changed_rects(self.sent, frame)
         if len(rects) > MAX_RECTS:
             xs = [r[0] for r in rects] + [r[0] + r[2] for r in rects]
