@@ -109,8 +109,16 @@ def test_round_trip_with_a_uart_transfer_in_flight(tmp_path):
 
 
 @pytest.mark.skipif(not plugin_available("gameport"), reason="no game-port card installed")
-def test_round_trip_with_a_game_port_bundle_is_version_4(tmp_path):
+def test_round_trip_with_game_port_one_shots_running(tmp_path):
     m = T.start_guest(T.make_machine(("cga", "gameport")))
+    port = m.devices["gameport"]
+    port.set_joystick(0, 0.5, -0.25, [True, False])
+    port.set_joystick(1, 1.0, 0.0, [False, True])
+    m.ports.write(0x201, 0xFF, 1)                      # fire the four one-shots
+    m.run_for(200)
+    now = m.clock()
+    running = [e for e in port.get_state()["expiry"] if e > now]
+    assert len(running) == 4                            # all four still timing
     ours, theirs = round_trip(m, tmp_path, ["cga", "gameport"])
     assert ours == theirs
     assert open_bundle(str(tmp_path / "machine.zip")).version == 4

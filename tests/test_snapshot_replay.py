@@ -66,6 +66,25 @@ def test_serial_input_is_recorded_and_replayed():
     m.close()
 
 
+@pytest.mark.skipif(not plugin_available("gameport"), reason="no game-port card installed")
+def test_joystick_moves_are_recorded_and_replayed():
+    def run(m):
+        m.start_recording()
+        T.run_frames(m, 2)
+        m.devices["gameport"].set_joystick(0, 0.75, -0.5, [True, False])
+        m.run_for(3333)
+        m.devices["gameport"].set_joystick(0, -1.0, 1.0, [False, False])
+        T.run_frames(m, 3)
+        return m.stop_recording(), T.fingerprint(m)
+    rec, end = run(T.start_guest(T.make_machine(("cga", "gameport"))))
+    assert [e["kind"] for e in rec["events"]] == ["joystick", "joystick"]
+    m = T.start_guest(T.make_machine(("cga", "gameport")))
+    result = m.replay(rec, speed=2.0)
+    assert result["identical"], result
+    assert T.fingerprint(m) == end
+    m.close()
+
+
 def test_live_input_during_a_replay_is_dropped():
     rec, end = typing_session(T.start_guest(T.make_machine()))
     m = T.start_guest(T.make_machine())

@@ -2,8 +2,8 @@
 
 Everything the host gives the guest -- keys (``Machine.press_keys``, typed
 text ``Machine.type_text``, which the launcher, the live terminal and the
-RPC's ``input.keyboard`` all use) and bytes for a serial port
-(``write_input`` of a UART card) -- enters at an instruction boundary.  A
+RPC's ``input.keyboard`` all use), bytes for a serial port (``write_input``
+of a UART card) and joystick moves (``set_joystick`` of a game port) -- enters at an instruction boundary.  A
 :class:`Recorder` notes each accepted input with the emulated cycle (and
 instruction count) of that boundary; a :class:`Replayer` is a timed device
 in the scheduler whose events are those cycles, so the CPU stops exactly
@@ -17,7 +17,9 @@ A recording is JSON::
      "configuration": {...},                       # bundle.configuration()
      "start": {"clock", "instructions", "state_sha256"},
      "events": [{"cycle", "instructions", "kind": "keys", "codes": [..]},
-                {"cycle", "instructions", "kind": "serial", "device", "data_base64"}],
+                {"cycle", "instructions", "kind": "serial", "device", "data_base64"},
+                {"cycle", "instructions", "kind": "joystick", "device", "index", "x", "y",
+                 "buttons"}],
      "end": {"clock", "instructions", "state_sha256"}}
 
 While a replay runs, live host input (terminal keys, RPC input, a serial
@@ -78,6 +80,11 @@ def _serial_devices(machine):
             if callable(getattr(dev, "write_input", None))}
 
 
+def _joystick_devices(machine):
+    return {name: dev for name, dev in machine.devices.items()
+            if callable(getattr(dev, "set_joystick", None))}
+
+
 class _InputHooks:
     """Wraps the serial cards' ``write_input`` and sets ``machine.input_hook``
     for the keyboard entry points; ``detach`` undoes both."""
@@ -85,6 +92,7 @@ class _InputHooks:
     def __init__(self, machine):
         self.machine = machine
         self.wrapped = {}
+        self.wrapped_sticks = {}
 
     def attach(self):
         m = self.machine
@@ -99,16 +107,25 @@ class _InputHooks:
             def wrapper(data, _name=name, _orig=original):
                 return self.on_serial(_name, _orig, data)
             dev.write_input = wrapper
+        for name, dev in _joystick_devices(m).items():
+            original = dev.set_joystick
+            self.wrapped_sticks[name] = original
+
+            def stick(index, x, y, buttons, _name=name, _orig=original):
+                return self.on_joystick(_name, _orig, index, x, y, buttons)
+            dev.set_joystick = stick
 
     def detach(self):
         m = self.machine
         m.input_hook = None
-        for name in self.wrapped:
-            try:
-                del m.devices[name].write_input      # the class method again
-            except AttributeError:
-                pass
+        for names, attr in ((self.wrapped, "write_input"), (self.wrapped_sticks, "set_joystick")):
+            for name in names:
+                try:
+                    delattr(m.devices[name], attr)    # the class method again
+                except AttributeError:
+                    pass
         self.wrapped = {}
+        self.wrapped_sticks = {}
 
     def now(self):
         return {"cycle": self.machine.clock(), "instructions": int(self.machine.cpu.instructions)}
@@ -134,6 +151,12 @@ class Recorder(_InputHooks):
             self.events.append(dict(self.now(), kind="serial", device=name,
                                     data_base64=base64.b64encode(bytes(data[:n])).decode()))
         return accepted
+
+    def on_joystick(self, name, original, index, x, y, buttons):
+        out = original(index, x, y, buttons)         # a refused move raises: not recorded
+        self.events.append(dict(self.now(), kind="joystick", device=name, index=index,
+                                x=x, y=y, buttons=list(buttons)))
+        return out
 
     def finish(self, path=None):
         """Stop recording; returns the recording (and writes it to ``path``,
@@ -195,6 +218,15 @@ def load_recording(source):
                 base64.b64decode(ev["data_base64"], validate=True)
                 if not isinstance(ev["device"], str):
                     raise ValueError("a serial event names its device")
+            elif ev["kind"] == "joystick":
+                if not isinstance(ev["device"], str) or ev["index"] not in (0, 1):
+                    raise ValueError("a joystick event names its device and stick 0 or 1")
+                for v in (ev["x"], ev["y"]):
+                    if isinstance(v, bool) or not isinstance(v, (int, float)):
+                        raise ValueError("joystick positions are numbers")
+                if not (isinstance(ev["buttons"], list) and len(ev["buttons"]) == 2
+                        and all(isinstance(b, bool) for b in ev["buttons"])):
+                    raise ValueError("joystick buttons are two booleans")
             else:
                 raise ValueError(f"unknown event kind {ev['kind']!r}")
         if int(rec["end"]["clock"]) < last:
@@ -223,9 +255,12 @@ class Replayer(_InputHooks):
                 f"recording {rec['start']['clock']}; load the same snapshot or start the "
                 f"same fresh machine)", "replay_start", "guard")
         for ev in rec["events"]:
-            if ev["kind"] == "serial" and ev["device"] not in _serial_devices(machine):
-                raise SnapshotError(f"the recording sends serial input to {ev['device']!r}, "
-                                    f"which this machine lacks", "configuration", "config")
+            have = {"serial": _serial_devices(machine),
+                    "joystick": _joystick_devices(machine)}.get(ev["kind"])
+            if have is not None and ev["device"] not in have:
+                raise SnapshotError(f"the recording sends {ev['kind']} input to "
+                                    f"{ev['device']!r}, which this machine lacks",
+                                    "configuration", "config")
         self.recording = rec
         self.events = list(rec["events"])
         self.next = 0
@@ -255,8 +290,11 @@ class Replayer(_InputHooks):
             try:
                 if ev["kind"] == "keys":
                     m.press_keys(ev["codes"])
-                else:
+                elif ev["kind"] == "serial":
                     m.devices[ev["device"]].write_input(base64.b64decode(ev["data_base64"]))
+                else:
+                    m.devices[ev["device"]].set_joystick(ev["index"], ev["x"], ev["y"],
+                                                         ev["buttons"])
             finally:
                 self.injecting = False
 
@@ -272,6 +310,12 @@ class Replayer(_InputHooks):
             return original(data)
         self.dropped += 1
         return 0
+
+    def on_joystick(self, name, original, index, x, y, buttons):
+        if self.injecting:
+            return original(index, x, y, buttons)
+        self.dropped += 1
+        return None
 
     @property
     def done(self):
