@@ -307,3 +307,13 @@ def test_ram_window_view_is_the_cpu_memory():
     view = b.map_ram(0xD0000, 0x1000)
     bp.memory.write(0xD0004, b"\x99")
     assert view[4] == 0x99 and isinstance(view, np.ndarray)
+
+
+def test_the_video_cards_follow_the_video_device_protocol():
+    from pypc_core.device import VideoDevice
+    from pypc_plugins.cga import CGA
+    from pypc_plugins.gameport import GamePort
+    from pypc_plugins.vga import pypc_device_create as make_vga
+    assert isinstance(CGA(), VideoDevice)
+    assert isinstance(make_vga(), VideoDevice)
+    assert not isinstance(GamePort(), VideoDevice)
