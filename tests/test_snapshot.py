@@ -295,3 +295,39 @@ def test_reference_mode_refuses_in_memory_images_and_disk_root_must_be_new(tmp_p
         m.load(out["path"], disk_root=str(tmp_path / "existing"), progress=None)
     assert exc.value.check == "disk_root"
     m.close()
+
+
+# -- progress ---------------------------------------------------------------------------
+
+class _Terminal:
+    """A stream that says it is a terminal (rich draws to it)."""
+
+    def __init__(self):
+        import io
+        self.buf = io.StringIO()
+
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        return self.buf.write(text)
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_only_on_a_terminal_and_for_large_disks(tmp_path):
+    import io
+    from pypc_core.snapshot.progress import MIN_BYTES, TerminalProgress, terminal_progress
+    assert terminal_progress(MIN_BYTES * 4, io.StringIO()) is None        # a pipe or file
+    assert terminal_progress(MIN_BYTES - 1, _Terminal()) is None          # too small to show
+    term = _Terminal()
+    bar = terminal_progress(MIN_BYTES, term)
+    assert isinstance(bar, TerminalProgress)
+    img = tmp_path / "c.img"
+    hdd_image(img, 4, sectors=17 * 4 * 40)
+    m = T.make_machine(hdd=str(img), cow=True)
+    out = m.save(str(tmp_path / "p.zip"), disk_mode="embed", progress=bar)
+    m.load(out["path"], disk_root=str(tmp_path / "p"), progress=bar)
+    assert "saving p.zip" in term.buf.getvalue() and "writing disks" in term.buf.getvalue()
+    m.close()
