@@ -398,3 +398,21 @@ def test_underline_location():
     v.planes[1, 0] = 0x02                          # green: no underline
     dac_set(v, 0x02, (0, 63, 0))
     assert not v.frame(8)[0:16, 0:9].any()
+
+
+def test_sequencer_written_inside_the_core_retimes_the_frame():
+    """A write the core makes to sequencer 1 (no Python call) is noticed at
+    the card's next look at the time: the frame gets longer, its count goes
+    on from where it was."""
+    from pypc_plugins.vga import planar
+    clock = Clock()
+    v = VGA(clock=clock)
+    clock.cycle = 10 * int(v.frame_cycles()) + 1234
+    before = v.frame_number()
+    eight = v.frame_cycles()
+    planar.io_write(v.st, 0x3C4, 1)
+    planar.io_write(v.st, 0x3C5, 0x08)              # 9 dots, dot clock halved
+    assert v.frame_number() == before
+    assert v.frame_cycles() == pytest.approx(eight * 2)
+    clock.cycle += int(v.frame_cycles())
+    assert v.frame_number() == before + 1

@@ -7,7 +7,11 @@ test checks them against the source):
   addressing, a new colour each fill;
 * mode 12h planar -- REP STOSB over the 38,400 bytes of mode 12h in write
   mode 2 (every byte writes all four planes through the bit mask and the
-  latches), a new colour each fill.
+  latches), a new colour each fill;
+* mode 12h pixels -- the same screen painted pixel by pixel as EGA/VGA
+  drawing code does it: for every pixel an OUT of the bit mask (answered
+  inside the core), a read that loads the latches, a write of the set/reset
+  colour.
 
 Each runs unpaced on a VGA machine for ``--seconds`` emulated seconds (after
 one emulated second of start-up); the figures are the multiple of a real
@@ -27,6 +31,7 @@ from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 from .planar import ST_WRITES
 
 GUEST_13H = bytes.fromhex("fa31c08ed88ed0bc007cfbfcc70600050000b81300cd10b800a08ec031db31ff88d888dcb9007df3abfec3ff060005ebed")
+GUEST_12H_PIXELS = bytes.fromhex("fa31c08ed88ed0bc007cfbfcc70600050000b81200cd10bace03b8010fefb800a08ec031db88dc30c0ef31ffb480b008ef268a05268805d0ec75f34781ff009675eafec3ff060005ebdb")
 GUEST_12H = bytes.fromhex("fa31c08ed88ed0bc007cfbfcc70600050000b81200cd10bace03b80502efb800a08ec031db31ff88d8b90096f3aafec3ff060005ebef")
 FILLS = 0x0500           # the guests count finished screen fills here
 
@@ -41,7 +46,7 @@ def measure(code, seconds, warmup=1.0):
         with open(path, "wb") as fh:
             fh.write(boot_sector(code))
             fh.write(bytes(368640 - 512))
-        m = Machine(MachineConfig(floppy_a=path, plugins=["vga"], readonly=True))
+        m = Machine(MachineConfig(floppy_a=path, plugins=["vga", "fdc"], readonly=True))
         try:
             m.run_seconds(warmup)
             card = m.video
@@ -71,7 +76,8 @@ def main(argv=None):
                     help="emulated seconds per figure (default 10)")
     args = ap.parse_args(argv)
     out = {}
-    for name, code in (("mode13h_fill", GUEST_13H), ("mode12h_planar", GUEST_12H)):
+    for name, code in (("mode13h_fill", GUEST_13H), ("mode12h_planar", GUEST_12H),
+                       ("mode12h_pixels", GUEST_12H_PIXELS)):
         fig = measure(code, args.seconds)
         out[name] = fig
         print(f"{name:15} {fig['x_real_xt']:7.1f}x a real XT   "

@@ -61,7 +61,16 @@ ST_PLAIN = 16        # 1: a write is a plain store (mode 0, no rotate/SR/functio
 ST_LATCH = 20        # four latches, st[20..23]
 ST_WRITES = 24       # count of CPU writes that reached the planes (statistics)
 ST_READS = 25        # count of CPU reads the card answered
-ST_SIZE = 32
+# the sequencer and graphics controller register files themselves (the
+# fields above are decoded from them by ``derive``): their ports are
+# answered by ``io_read``/``io_write``, from Python or inside the core
+ST_SEQ_INDEX = 26
+ST_GC_INDEX = 27
+ST_SEQ = 28          # sequencer 0-4: st[28..32]
+ST_GC = 33           # graphics controller 0-8: st[33..41]
+SEQ_COUNT = 5
+GC_COUNT = 9
+ST_SIZE = 48
 
 FUNC_REPLACE, FUNC_AND, FUNC_OR, FUNC_XOR = 0, 1, 2, 3
 
@@ -71,11 +80,9 @@ JIT = dict(cache=True, nogil=True, _nrt=False, error_model="numpy")
 def new_state():
     """Power-on ``st``: window A0000h/128K, all planes, plain writes."""
     st = np.zeros(ST_SIZE, dtype=np.int64)
-    st[ST_WIN_BASE] = 0xA0000
-    st[ST_WIN_SIZE] = 0x20000
-    st[ST_MAP_MASK] = 0x0F
-    st[ST_BIT_MASK] = 0xFF
-    st[ST_PLAIN] = 1
+    st[ST_SEQ:ST_SEQ + SEQ_COUNT] = (0x03, 0x00, 0x0F, 0x00, 0x06)
+    st[ST_GC:ST_GC + GC_COUNT] = (0, 0, 0, 0, 0, 0, 0, 0x0F, 0xFF)
+    derive(st)
     return st
 
 
@@ -97,6 +104,81 @@ def new_context():
     st[:] = new_state()
     planes = ctx[ST_BYTES:].reshape(4, PLANE_SIZE)
     return ctx, st, planes
+
+
+@njit(**JIT)
+def derive(st):
+    """Decode the register files into the fields the memory path uses."""
+    seq2 = st[ST_SEQ + 2]
+    seq4 = st[ST_SEQ + 4]
+    gc3 = st[ST_GC + 3]
+    gc5 = st[ST_GC + 5]
+    sel = (st[ST_GC + 6] >> 2) & 3
+    if sel == 0:
+        st[ST_WIN_BASE] = 0xA0000
+        st[ST_WIN_SIZE] = 0x20000
+    elif sel == 1:
+        st[ST_WIN_BASE] = 0xA0000
+        st[ST_WIN_SIZE] = 0x10000
+    elif sel == 2:
+        st[ST_WIN_BASE] = 0xB0000
+        st[ST_WIN_SIZE] = 0x8000
+    else:
+        st[ST_WIN_BASE] = 0xB8000
+        st[ST_WIN_SIZE] = 0x8000
+    st[ST_MAP_MASK] = seq2 & 0x0F
+    st[ST_CHAIN4] = 1 if seq4 & 0x08 else 0
+    st[ST_OE_WRITE] = 0 if seq4 & 0x04 else 1
+    st[ST_OE_READ] = 1 if gc5 & 0x10 else 0
+    st[ST_SET_RESET] = st[ST_GC] & 0x0F
+    st[ST_ENABLE_SR] = st[ST_GC + 1] & 0x0F
+    st[ST_COLOR_CMP] = st[ST_GC + 2] & 0x0F
+    st[ST_ROTATE] = gc3 & 7
+    st[ST_FUNC] = (gc3 >> 3) & 3
+    st[ST_READ_MAP] = st[ST_GC + 4] & 3
+    st[ST_WRITE_MODE] = gc5 & 3
+    st[ST_READ_MODE] = (gc5 >> 3) & 1
+    st[ST_DONT_CARE] = st[ST_GC + 7] & 0x0F
+    st[ST_BIT_MASK] = st[ST_GC + 8] & 0xFF
+    plain = (gc5 & 3) == 0 and (st[ST_GC + 1] & 0x0F) == 0 and (gc3 & 0x1F) == 0 \
+        and (st[ST_GC + 8] & 0xFF) == 0xFF
+    st[ST_PLAIN] = 1 if plain else 0
+
+
+@njit(**JIT)
+def io_write(st, port, v):
+    """A write to 3C4h/3C5h (sequencer) or 3CEh/3CFh (graphics controller)."""
+    v &= 0xFF
+    if port == 0x3C4:
+        st[ST_SEQ_INDEX] = v & 0x07
+    elif port == 0x3C5:
+        i = st[ST_SEQ_INDEX]
+        if i < SEQ_COUNT:
+            st[ST_SEQ + i] = v
+            derive(st)
+    elif port == 0x3CE:
+        st[ST_GC_INDEX] = v & 0x0F
+    elif port == 0x3CF:
+        i = st[ST_GC_INDEX]
+        if i < GC_COUNT:
+            st[ST_GC + i] = v
+            derive(st)
+
+
+@njit(**JIT)
+def io_read(st, port):
+    """A read of 3C4h/3C5h/3CEh/3CFh (indexes and registers read back)."""
+    if port == 0x3C4:
+        return st[ST_SEQ_INDEX]
+    if port == 0x3C5:
+        i = st[ST_SEQ_INDEX]
+        return st[ST_SEQ + i] if i < SEQ_COUNT else 0xFF
+    if port == 0x3CE:
+        return st[ST_GC_INDEX]
+    if port == 0x3CF:
+        i = st[ST_GC_INDEX]
+        return st[ST_GC + i] if i < GC_COUNT else 0xFF
+    return 0xFF
 
 
 @njit(**JIT)
@@ -315,3 +397,30 @@ def window_handler():
 
         _HANDLER = handler
     return _HANDLER
+
+
+_PORT_HANDLER = None
+
+
+def port_handler():
+    """The numba ``cfunc`` for the ports 3C4h/3C5h/3CEh/3CFh inside the
+    core (``int64(void *ctx, int64 port, int64 value, int64 op)``, op 0
+    read, 1 write), on the same context as ``window_handler``: planar
+    drawing code that sets the map mask or the bit mask for every byte never
+    leaves the compiled loop."""
+    global _PORT_HANDLER
+    if _PORT_HANDLER is None:
+        from numba import carray, cfunc, types
+        sig = types.int64(types.voidptr, types.int64, types.int64, types.int64)
+        st_size = ST_SIZE
+
+        @cfunc(sig, nopython=True, cache=True, error_model="numpy")
+        def handler(ctx, port, v, op):
+            st = carray(ctx, (st_size,), np.int64)
+            if op == 0:
+                return io_read(st, port)
+            io_write(st, port, v)
+            return 0
+
+        _PORT_HANDLER = handler
+    return _PORT_HANDLER

@@ -57,11 +57,7 @@ import numpy as np
 from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
 
 from . import planar
-from .planar import (
-    ST_WIN_BASE, ST_WIN_SIZE, ST_MAP_MASK, ST_CHAIN4, ST_OE_WRITE, ST_OE_READ,
-    ST_SET_RESET, ST_ENABLE_SR, ST_COLOR_CMP, ST_ROTATE, ST_FUNC, ST_READ_MAP,
-    ST_WRITE_MODE, ST_READ_MODE, ST_DONT_CARE, ST_BIT_MASK, ST_PLAIN, ST_LATCH,
-)
+from .planar import ST_LATCH
 from .regs import SEQ_COUNT, CRTC_COUNT, GC_COUNT, AC_COUNT, MODES, DACS
 
 WINDOW_BASE = 0xA0000
@@ -120,8 +116,9 @@ class VGA(Device):
     def attach(self, board):
         """Claim the ports, map A0000h-BFFFFh to the compiled planar handler
         (every CPU access runs ``planar.cpu_read``/``cpu_write`` inside the
-        core), map the data ROM at C0000h, and put the raster fast path on
-        the status ports."""
+        core), answer the sequencer and graphics controller ports inside the
+        core too (``planar.port_handler``), map the data ROM at C0000h, and
+        put the raster fast path on the status ports."""
         from .bios import rom_image
         self.clock = board.clock
         board.claim_ports(PORTS, read=self.port_read, write=self.port_write)
@@ -131,6 +128,9 @@ class VGA(Device):
         board.map_compiled(WINDOW_BASE, TEXT_BASE - WINDOW_BASE, handler, self.ctx)
         self.rom = rom_image()
         board.map_rom(ROM_BASE, self.rom)
+        ports = planar.port_handler()
+        for port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+            board.compiled_port(port, ports, self.ctx)
         self._rasters = {0x3BA: board.raster(0x3BA), 0x3DA: board.raster(0x3DA)}
         self.epoch_dots = self._now_dots()
         self._publish()
@@ -152,9 +152,7 @@ class VGA(Device):
         self.crtc = list(mode.crtc)
         self.gc = list(mode.gc)
         self.ac = list(mode.ac)
-        self.seq_index = 0
         self.crtc_index = 0
-        self.gc_index = 0
         self.ac_index = 0x20            # palette address source set: the screen shows
         self.ac_flipflop = 0            # 0: next 3C0h write is an index
         self.feature = 0
@@ -170,34 +168,59 @@ class VGA(Device):
         self.epoch_dots = 0
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
-        self._sync()
+        self._timed_seq1 = int(self.seq[1])
         self._publish()
 
-    # -- derived state ---------------------------------------------------------------
-    def _sync(self):
-        """Decode the registers the memory path needs into ``st``."""
-        st = self.st
-        gc = self.gc
-        sel = (gc[6] >> 2) & 3
-        st[ST_WIN_BASE], st[ST_WIN_SIZE] = ((0xA0000, 0x20000), (0xA0000, 0x10000),
-                                            (0xB0000, 0x8000), (0xB8000, 0x8000))[sel]
-        st[ST_MAP_MASK] = self.seq[2] & 0x0F
-        st[ST_CHAIN4] = 1 if self.seq[4] & 0x08 else 0
-        st[ST_OE_WRITE] = 0 if self.seq[4] & 0x04 else 1
-        st[ST_OE_READ] = 1 if gc[5] & 0x10 else 0
-        st[ST_SET_RESET] = gc[0] & 0x0F
-        st[ST_ENABLE_SR] = gc[1] & 0x0F
-        st[ST_COLOR_CMP] = gc[2] & 0x0F
-        st[ST_ROTATE] = gc[3] & 7
-        st[ST_FUNC] = (gc[3] >> 3) & 3
-        st[ST_READ_MAP] = gc[4] & 3
-        st[ST_WRITE_MODE] = gc[5] & 3
-        st[ST_READ_MODE] = (gc[5] >> 3) & 1
-        st[ST_DONT_CARE] = gc[7] & 0x0F
-        st[ST_BIT_MASK] = gc[8]
-        st[ST_PLAIN] = 1 if (gc[5] & 3 == 0 and gc[1] & 0x0F == 0 and gc[3] == 0
-                             and gc[8] == 0xFF) else 0
+    # -- the sequencer and graphics controller live in ``st`` ----------------------------
+    # (their ports may be answered inside the core by ``planar.port_handler``)
+    @property
+    def seq(self):
+        """Sequencer registers 0-4 (a view of ``st``)."""
+        return self.st[planar.ST_SEQ:planar.ST_SEQ + planar.SEQ_COUNT]
 
+    @seq.setter
+    def seq(self, values):
+        self.st[planar.ST_SEQ:planar.ST_SEQ + planar.SEQ_COUNT] = [int(v) & 0xFF for v in values]
+        planar.derive(self.st)
+
+    @property
+    def gc(self):
+        """Graphics controller registers 0-8 (a view of ``st``)."""
+        return self.st[planar.ST_GC:planar.ST_GC + planar.GC_COUNT]
+
+    @gc.setter
+    def gc(self, values):
+        self.st[planar.ST_GC:planar.ST_GC + planar.GC_COUNT] = [int(v) & 0xFF for v in values]
+        planar.derive(self.st)
+
+    @property
+    def seq_index(self):
+        return int(self.st[planar.ST_SEQ_INDEX])
+
+    @seq_index.setter
+    def seq_index(self, value):
+        self.st[planar.ST_SEQ_INDEX] = int(value) & 0x07
+
+    @property
+    def gc_index(self):
+        return int(self.st[planar.ST_GC_INDEX])
+
+    @gc_index.setter
+    def gc_index(self, value):
+        self.st[planar.ST_GC_INDEX] = int(value) & 0x0F
+
+    def _check_timing(self):
+        """Sequencer 1 written inside the core (8/9 dots, dot clock halved)
+        changes the frame: re-time from the value the timing was last
+        computed with, keeping the frame count and phase."""
+        now = int(self.st[planar.ST_SEQ + 1])
+        if (now ^ self._timed_seq1) & 0x09:
+            self.st[planar.ST_SEQ + 1] = self._timed_seq1
+            self._retime(lambda: self.st.__setitem__(planar.ST_SEQ + 1, now))
+            self._publish()
+        self._timed_seq1 = now
+
+    # -- derived state ---------------------------------------------------------------
     # -- CPU memory path (Python entry; the compiled window calls planar directly) -------
     def mem_read(self, address):
         """A CPU read of linear ``address`` (A0000h-BFFFFh): loads the latches."""
@@ -241,6 +264,7 @@ class VGA(Device):
         return not self.misc & 1
 
     def port_read(self, port):
+        self._check_timing()
         if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
             return 0xFF
         if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
@@ -264,11 +288,8 @@ class VGA(Device):
             return 0x10                          # switch sense: a colour monitor
         if port == 0x3C3:
             return self.subsystem
-        if port == 0x3C4:
-            return self.seq_index
-        if port == 0x3C5:
-            i = self.seq_index
-            return self.seq[i] if i < SEQ_COUNT else 0xFF
+        if port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+            return int(planar.io_read(self.st, port))
         if port == 0x3C6:
             return self.pel_mask
         if port == 0x3C7:
@@ -281,15 +302,11 @@ class VGA(Device):
             return self.feature
         if port == 0x3CC:
             return self.misc
-        if port == 0x3CE:
-            return self.gc_index
-        if port == 0x3CF:
-            i = self.gc_index
-            return self.gc[i] if i < GC_COUNT else 0xFF
         return 0xFF
 
     def port_write(self, port, value):
         value &= 0xFF
+        self._check_timing()
         if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
             return
         if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
@@ -314,17 +331,10 @@ class VGA(Device):
             self._publish()
         elif port == 0x3C3:
             self.subsystem = value & 1
-        elif port == 0x3C4:
-            self.seq_index = value & 0x07
-        elif port == 0x3C5:
-            i = self.seq_index
-            if i < SEQ_COUNT:
-                if i == 1 and (value ^ self.seq[1]) & 0x09:
-                    self._retime(lambda: self.seq.__setitem__(1, value))
-                    self._publish()
-                else:
-                    self.seq[i] = value
-                self._sync()
+        elif port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+            planar.io_write(self.st, port, value)
+            if port == 0x3C5 and self.seq_index == 1:
+                self._check_timing()
         elif port == 0x3C6:
             self.pel_mask = value
         elif port == 0x3C7:
@@ -337,13 +347,6 @@ class VGA(Device):
             self.dac_state = 0
         elif port == 0x3C9:
             self._dac_write(value)
-        elif port == 0x3CE:
-            self.gc_index = value & 0x0F
-        elif port == 0x3CF:
-            i = self.gc_index
-            if i < GC_COUNT:
-                self.gc[i] = value
-                self._sync()
 
     def crtc_write(self, i, value):
         if i >= CRTC_COUNT:
@@ -451,6 +454,7 @@ class VGA(Device):
                 raster.disable()
 
     def beam(self, cycle=None):
+        self._check_timing()
         t = self._timing()
         elapsed = self._now_dots(cycle) - self.epoch_dots
         frame = self.epoch_frame + elapsed // t["frame_dots"]
@@ -936,11 +940,12 @@ class VGA(Device):
     def get_state(self):
         import base64
         import zlib
+        self._check_timing()
         return {
             "planes": base64.b64encode(zlib.compress(self.planes.tobytes(), 6)).decode(),
             "latches": [int(v) for v in self.st[ST_LATCH:ST_LATCH + 4]],
-            "misc": self.misc, "seq": list(self.seq), "crtc": list(self.crtc),
-            "gc": list(self.gc), "ac": list(self.ac),
+            "misc": self.misc, "seq": [int(v) for v in self.seq],
+            "crtc": list(self.crtc), "gc": [int(v) for v in self.gc], "ac": list(self.ac),
             "seq_index": self.seq_index, "crtc_index": self.crtc_index,
             "gc_index": self.gc_index, "ac_index": self.ac_index,
             "ac_flipflop": self.ac_flipflop, "feature": self.feature,
@@ -997,6 +1002,6 @@ class VGA(Device):
         self.dac_pending = pending
         self.epoch_dots = scalars["epoch_dots"]
         self.epoch_frame = scalars["epoch_frame"]
-        self._sync()
+        self._timed_seq1 = int(self.seq[1])
         self.st[ST_LATCH:ST_LATCH + 4] = latches
         self._publish()

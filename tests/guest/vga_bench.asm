@@ -1,11 +1,14 @@
 ; vga_bench.asm - the VGA benchmark guests (pypc_plugins.vga.bench embeds
 ; the assembled bytes; a test checks they match this source).
 ;
-; Two boot sectors, chosen with -D: BENCH13 fills the mode 13h screen
+; Three boot sectors, chosen with -D: BENCH13 fills the mode 13h screen
 ; (64,000 bytes, REP STOSW through chain-4) over and over with the next
 ; colour; BENCH12 fills the mode 12h screen (38,400 bytes a plane, all four
-; planes at once) in write mode 2 with the next colour, over and over.
-; Both count finished fills in the word at 0000:0500h.
+; planes at once) in write mode 2 with the next colour, over and over;
+; BENCH12PIX paints the mode 12h screen pixel by pixel as EGA/VGA drawing
+; code does: for every pixel an OUT of the bit mask, a read to load the
+; latches and a write of the set/reset colour.
+; All count finished screens in the word at 0000:0500h.
 
         cpu 8086
         org 0x7C00
@@ -28,6 +31,32 @@
         mov ah, bl
         mov cx, 32000
         rep stosw
+        inc bl
+        inc word [0x0500]
+        jmp .fill
+%elifdef BENCH12PIX
+        mov ax, 0x0012
+        int 0x10
+        mov dx, 0x3CE
+        mov ax, 0x0F01              ; set/reset on all four planes
+        out dx, ax
+        mov ax, 0xA000
+        mov es, ax
+        xor bx, bx
+.fill:  mov ah, bl                  ; set/reset value: the colour
+        xor al, al
+        out dx, ax
+        xor di, di
+.byte:  mov ah, 0x80
+.bit:   mov al, 8                   ; bit mask := this pixel
+        out dx, ax
+        mov al, [es:di]             ; latches
+        mov [es:di], al             ; the colour under the bit mask
+        shr ah, 1
+        jnz .bit
+        inc di
+        cmp di, 38400
+        jne .byte
         inc bl
         inc word [0x0500]
         jmp .fill
