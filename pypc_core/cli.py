@@ -148,6 +148,8 @@ def add_run_arguments(parser):
     add_dos_arguments(parser)
     from .bare import add_arguments as add_bare_arguments
     add_bare_arguments(parser)
+    from .rpc.launch import add_arguments as add_rpc_arguments
+    add_rpc_arguments(parser)
     from .frontends import add_arguments as add_viewer_arguments
     add_viewer_arguments(parser)
     from .snapshot.cli import add_arguments as add_snapshot_arguments

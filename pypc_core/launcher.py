@@ -95,10 +95,15 @@ def run(args):
     dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
     compile_core(sys.stderr)
     machine = Machine(config_from_args(args))
-    viewers = None
+    viewers = rpc = None
     try:
         check_machine(machine, args)
+        for disk in machine.disks.values():
+            if getattr(disk, "readonly_reason", None):
+                sys.stderr.write(f"pypc: note: {disk.readonly_reason}\n")
         viewers = frontends.start(machine, args)    # served after every run (run_hooks)
+        from .rpc import launch as rpc_launch
+        rpc = rpc_launch.start(machine, args)       # JSON-RPC (unless --no-rpc)
         snapshot_cli.before_run(machine, args)
         if getattr(args, "replay", None):
             return snapshot_cli.run_replay(machine, args)
@@ -119,6 +124,8 @@ def run(args):
         finally:
             if viewers is not None:
                 viewers.close()
+            if rpc is not None:
+                rpc.close()
             machine.close()
 
 

@@ -5,7 +5,7 @@ validate and :meth:`submit` requests; every request runs here, on the thread
 that runs the CPU, between two slices of emulated time -- that is, at an
 instruction boundary, so what a request sees is coherent.
 
-* Running: the guest runs in short slices (about half a millisecond of host
+* Running: the guest runs in short slices (about a millisecond of host
   time each in turbo, one emulated millisecond when paced) and queued
   requests are served between them.
 * Paused: the loop blocks on the request queue (with a timeout, so a live
@@ -32,9 +32,9 @@ from .stops import check_at_boundary, contract_stop, cycles_to_ns
 
 MAX_OPERATIONS = 256
 PAUSED_POLL_S = 0.05            # a paused loop returns this often to its caller
-TURBO_SLICE_S = 0.0005          # host time per running slice (unpaced)
+TURBO_SLICE_S = 0.001           # host time per running slice (unpaced)
 MIN_SLICE = CPU_HZ // 20000     # cycles
-MAX_SLICE = CPU_HZ // 100
+MAX_SLICE = CPU_HZ // 10
 PACED_SLICE = CPU_HZ // 1000
 SERVICE_BUDGET_S = 0.002        # host time for requests between two running slices
 
@@ -115,6 +115,7 @@ class Controller:
         self.slice = PACED_SLICE
         self.requests_served = 0
         self.stopped = threading.Event()
+        self.machine_run_until_cycle = machine.run_until_cycle   # the machine's own
         self.schemas = None             # set by the server (rpc.discover)
         self.method_names = []
 
@@ -329,7 +330,7 @@ class Controller:
             n = max(1, min(n, hook(self, n)))
         before = int(ctl[S.C_INSTRUCTIONS])
         t0 = time.perf_counter()
-        stop = m.run_until_cycle(now + n)
+        stop = self.machine_run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0
         if int(ctl[S.C_INSTRUCTIONS]) == before and int(ctl[S.C_CYCLES]) > now:
             self.extra_revision += 1            # the CPU sat in HLT

@@ -1,0 +1,80 @@
+"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (default 2301;
+0 picks a free port and prints it), ``--no-rpc``.
+
+:func:`start` builds the controller and the server for the launcher's
+machine and routes the machine's ``run_until_cycle`` (and so ``run_for``)
+through the controller: every run loop of the launcher -- headless, the live
+view, the built-in DOS -- then serves requests between slices and holds the
+guest while a client has it paused (returning to its loop every 50 ms of
+host time, so the display redraws and Ctrl-C is seen)."""
+
+import argparse
+import sys
+
+from ..debugger import Stop
+from .controller import Controller, PAUSED_POLL_S
+from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
+
+
+def _port(text):
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 0-65535")
+    return value
+
+
+def add_arguments(parser):
+    g = parser.add_argument_group("agent API (JSON-RPC 2.0 on 127.0.0.1)")
+    g.add_argument("--rpc-port", type=_port, default=DEFAULT_PORT, metavar="PORT",
+                   help=f"serve the JSON-RPC agent API on 127.0.0.1:PORT (default "
+                        f"{DEFAULT_PORT}; 0: any free port, printed on stderr)")
+    g.add_argument("--no-rpc", action="store_true",
+                   help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
+                        "the guest)")
+    return parser
+
+
+class LauncherRpc:
+    """The running server of a ``pypc run``; :meth:`close` stops it and gives
+    the machine its own run loop back."""
+
+    def __init__(self, machine, port):
+        self.machine = machine
+        self.controller = Controller(machine)
+        self.server = RpcServer(self.controller, collect_methods(machine.plugin_manager),
+                                port)
+        self.server.start()
+        controller = self.controller
+        own = type(machine).run_until_cycle.__get__(machine)
+        controller.machine_run_until_cycle = own
+
+        def run_until_cycle(target):
+            controller.run_until_cycle(target, wall_timeout=PAUSED_POLL_S)
+            return Stop("budget" if controller.running else "pause", machine.clock())
+        machine.run_until_cycle = run_until_cycle
+
+    @property
+    def port(self):
+        return self.server.port
+
+    def close(self):
+        self.machine.__dict__.pop("run_until_cycle", None)
+        self.server.close()
+
+
+def start(machine, args, stream=None):
+    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``.
+    A port in use is a one-line error naming --rpc-port (RpcServerError)."""
+    if getattr(args, "no_rpc", False):
+        return None
+    port = getattr(args, "rpc_port", None)
+    port = DEFAULT_PORT if port is None else port
+    rpc = LauncherRpc(machine, port)
+    if port == 0:
+        stream = stream or sys.stderr
+        stream.write(f"pypc: JSON-RPC on {HOST}:{rpc.port}\n")
+        stream.flush()
+    return rpc
