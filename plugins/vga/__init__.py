@@ -6,7 +6,8 @@ Found through the ``pypc.devices`` entry point ``vga``.  The machine calls
 3C0h-3CFh, 3D4h/3D5h/3DAh; memory A0000h-BFFFFh and the data ROM at
 C0000h-C3FFFh) and ``pypc_device_create()`` for the device, then
 ``device.attach(board)``: the window becomes a compiled memory handler (the
-planar model runs inside the CPU core), the status ports raster fast paths.
+planar model runs inside the CPU core), the sequencer and graphics
+controller ports compiled port handlers, the status ports raster fast paths.
 The device is ``pypc_plugins.vga.vga.VGA``; its memory model is ``planar``,
 its firmware (the card's INT 10h) ``bios``, its register tables ``regs``.
 """
