@@ -24,7 +24,11 @@ Geometry
       last cylinder is not reachable through CHS.
 
 Modes
-    ``rw``        reads and writes the image in place (exclusive lock).
+    ``rw``        reads and writes the image in place (exclusive lock).  A
+                  file whose owner marked it read-only (no owner write bit,
+                  e.g. mode 0444) is never written, not even by root: it is
+                  opened as ``readonly`` instead, and ``readonly_reason``
+                  says why (``pypc run`` prints it on stderr).
     ``readonly``  writes fail with :class:`DiskWriteProtected` (BIOS 03h).
     ``cow``       writes go to an in-memory overlay (``{lba: bytes}``); the
                   image is never written.  With ``cow_file`` the overlay is
@@ -193,6 +197,7 @@ class DiskImage:
         self.kind = kind
         self.mode = mode
         self.media_changed = False
+        self.readonly_reason = None    # why an rw image was opened read-only
         self._fd = None
         self._data = None
         self._overlay = {}
@@ -235,6 +240,12 @@ class DiskImage:
             raise DiskImageError(f"{what} {path!r} is a directory, not an image file")
         if not stat.S_ISREG(st.st_mode):
             raise DiskImageError(f"{what} {path!r} is not a regular file")
+        if self.mode == MODE_RW and not st.st_mode & stat.S_IWUSR:
+            # root could write it anyway; its owner said no
+            self.mode = MODE_READONLY
+            self.readonly_reason = (
+                f"{what} {path!r} is marked read-only (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}): used as --readonly, never written")
         flags = os.O_RDWR if self.mode == MODE_RW else os.O_RDONLY
         try:
             self._fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
