@@ -331,3 +331,30 @@ def test_progress_bar_only_on_a_terminal_and_for_large_disks(tmp_path):
     m.load(out["path"], disk_root=str(tmp_path / "p"), progress=bar)
     assert "saving p.zip" in term.buf.getvalue() and "writing disks" in term.buf.getvalue()
     m.close()
+
+
+def test_built_in_dos_machine_round_trip_and_reference_refuses_host_folders(tmp_path):
+    from pypc_core.dos import DosConfig
+    from pypc_core.machine import Machine, MachineConfig
+    folder = tmp_path / "c"
+    folder.mkdir()
+    (folder / "A.TXT").write_bytes(b"hello\r\n")
+
+    def machine():
+        return Machine(MachineConfig(plugins=["cga"], dos=DosConfig(drives={"C": str(folder)})))
+    m = machine()
+    assert m.run_until_text("C:\\>", timeout_s=20)
+    m.type_text("dir\r")
+    m.run_for(20_000)                                  # DIR half typed
+    out = m.save(str(tmp_path / "dos.zip"), progress=None)
+    with pytest.raises(SnapshotError) as exc:
+        m.save(str(tmp_path / "ref.zip"), disk_mode="reference", progress=None)
+    assert exc.value.check == "host_mount"
+    m2 = machine()
+    m2.load(out["path"], expected_sha256=out["sha256"], progress=None)
+    T.run_frames(m, 60)
+    T.run_frames(m2, 60)
+    assert T.fingerprint(m2) == T.fingerprint(m)
+    assert m2.screen_contains("1 File(s)")
+    m.close()
+    m2.close()
