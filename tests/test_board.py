@@ -18,7 +18,7 @@ from pypc_core.board import Backplane, ClaimError, Equipment, Resources, \
 from pypc_core.cpu import Cpu
 from pypc_core.cpu import state as S
 from pypc_core.device import DeviceDeclaration, MemoryWindow
-from pypc_core.machine import Machine, MachineConfig, MachineError
+from pypc_core.machine import Machine, MachineConfig
 
 HERE = Path(__file__).resolve().parent
 THIRDPARTY = HERE / "thirdparty"
@@ -295,7 +295,8 @@ def test_two_video_cards_are_a_start_up_error(tmp_path, monkeypatch):
         "    return Mono()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
-        with pytest.raises(MachineError, match="two video cards: cga and mono"):
+        # refused when the plugins are selected, before any machine exists
+        with pytest.raises(ClaimError, match="two video cards: cga and mono"):
             Machine(MachineConfig(plugins=["cga", "mono"]))
     finally:
         sys.modules.pop("pypc_vidcard", None)

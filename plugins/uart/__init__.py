@@ -14,7 +14,8 @@ Options: ``--serial-tcp PORT`` exposes COM1 as a raw TCP socket on
 
 from pypc_core import hookimpl
 
-from .uart import SerialError, TcpBridge, Uart8250, char_cycles
+from .fast import char_cycles
+from .uart import SerialError, TcpBridge, Uart8250
 
 __all__ = ["Uart8250", "SerialError", "TcpBridge", "char_cycles", "SerialPortPlugin",
            "com1", "com2"]

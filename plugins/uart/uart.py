@@ -59,7 +59,6 @@ from pypc_core.device import Device, DeviceDeclaration
 from pypc_core.errors import PypcError
 
 from . import fast as F
-from .fast import char_cycles  # noqa: F401  (part of this module's API)
 
 QUEUE_SIZE = F.RING                       # host -> guest bytes waiting
 RING_SIZE = F.RING                        # guest -> host bytes retained
