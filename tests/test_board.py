@@ -318,3 +318,28 @@ def test_the_video_cards_follow_the_video_device_protocol():
     assert isinstance(CGA(), VideoDevice)
     assert isinstance(make_vga(), VideoDevice)
     assert not isinstance(GamePort(), VideoDevice)
+
+
+def test_a_card_moves_data_on_its_dma_channel():
+    from pypc_core.chipset import Dma8237
+    bp = Backplane()
+    bp.memory.map_ram(0, 0x20000)
+    dma = Dma8237(memory=bp.memory)
+    dma.attach(bp)                    # the chip claims its ports on the backplane's bus
+    bp.dma = dma
+    b = bp.board(DECL)
+    with pytest.raises(ClaimError, match="DMA channel 3"):
+        b.dma(3)
+    chan = b.dma(1)
+    out = bp.ports.write
+    out(0x0B, 0x45)                   # channel 1: single, increment, write to memory
+    out(0x0C, 0)                      # clear the flip-flop
+    out(0x02, 0x00)
+    out(0x02, 0x40)                   # address 4000h
+    out(0x83, 0x01)                   # page 1: 14000h
+    out(0x03, 2)
+    out(0x03, 0)                      # count 2: three bytes
+    out(0x0A, 0x01)                   # unmask channel 1
+    chan.request()
+    assert chan.transfer(b"xyzw") == 3 and chan.terminal_count
+    assert bp.memory.read(0x14000, 4) == b"xyz\x00"
