@@ -69,7 +69,7 @@ def handler_cost():
     bp = Backplane()
     bp.memory.map_ram(0, 0x20000)
     decl = DeviceDeclaration(name="bench", ports=[0x300, 0x301],
-                             memory=[MemoryWindow(0xD0000, 0x2000)])
+                             memory=[MemoryWindow(0xD0000, 0x3000)])
     b = bp.board(decl)
     b.map_ram(0xD0000, 0x1000)
     store = np.zeros(4096, dtype=np.uint8)
@@ -82,10 +82,16 @@ def handler_cost():
     ram = timed_run(bp, access_loop(0xD000, n))
     compiled = timed_run(bp, access_loop(0xD100, n))
     per_access = (compiled - ram) / (2 * n) * 1e9
+    b.map_handler(0xD2000, 0x1000, read=lambda a: 0, write=lambda a, v: None)
+    m = 5000
+    python = timed_run(bp, access_loop(0xD200, m), repeat=5)
+    ram_m = timed_run(bp, access_loop(0xD000, m), repeat=5)
     print(f"memory: read+write loop on RAM {ram / n * 1e9:6.1f} ns/iteration, on a compiled "
           f"window {compiled / n * 1e9:6.1f} ns/iteration")
     print(f"        a compiled handler call costs {per_access:.1f} ns more than the inline "
           f"access ({2 * n} accesses)")
+    print(f"        a Python handler (ctypes callback, GIL taken) costs "
+          f"{(python - ram_m) / (2 * m) * 1e6:.2f} us an access")
     # two INs a loop: a peeked port (a value the core keeps) against a
     # compiled port handler
     pv = timed_run(bp, in_loop(0x300, n))

@@ -411,7 +411,7 @@ class Board:
     def map_handler(self, base, size, read=None, write=None):
         """Every data read/write in the window calls ``read(address) -> int``
         / ``write(address, value)`` in Python, synchronously from the core
-        (through a C callback: about a microsecond an access).  An exception
+        (through a C callback: about 0.2 us an access).  An exception
         in a handler stops the run and is raised by the machine."""
         mem = self._bp.memory
         h = Handler.python(read, write, on_error=mem.handler_failed)

@@ -22,8 +22,8 @@ Page kinds:
   function ``int64 handler(void *ctx, int64 address, int64 value, int64 op)``
   whose address the core keeps as data (``cpu/callptr.py``).  The handler is
   either compiled (a numba ``cfunc``: a few nanoseconds a call) or a Python
-  function behind a ctypes callback (the GIL is taken for each call, about a
-  microsecond).  Instruction fetches read the window's bytes in ``mem``.
+  function behind a ctypes callback (the GIL is taken for each call, about
+  0.2 microseconds).  Instruction fetches read the window's bytes in ``mem``.
 """
 
 import ctypes
