@@ -171,3 +171,38 @@ def test_pure_functions_on_bare_arrays():
     out = np.zeros(4, np.uint8)
     planar.read_block(planes, st, 0xA0002, out)
     assert list(out) == [0, 0x5A, 0, 0]
+
+
+def test_compiled_port_handler_reads_writes_and_ignores_the_cycle_bits():
+    """``op & 1`` is read (0) or write (1); the core puts the cycle above."""
+    ctx, st, planes = planar.new_context()
+    call = planar.port_handler().ctypes
+    base = ctx.ctypes.data
+    for cycle in (0, 12345):
+        call(base, 0x3CE, 8, (cycle << 1) | 1)
+        call(base, 0x3CF, 0x5A, (cycle << 1) | 1)
+        assert st[planar.ST_BIT_MASK] == 0x5A and st[planar.ST_PLAIN] == 0
+        assert call(base, 0x3CF, 0, cycle << 1) == 0x5A
+        call(base, 0x3C8, 7, (cycle << 1) | 1)
+        for c in (1, 2, 3):
+            call(base, 0x3C9, c, (cycle << 1) | 1)
+        call(base, 0x3C7, 7, (cycle << 1) | 1)
+        assert [call(base, 0x3C9, 0, cycle << 1) for _ in range(3)] == [1, 2, 3]
+        assert call(base, 0x3C7, 0, cycle << 1) == 3
+        call(base, 0x3CF, 0xFF, (cycle << 1) | 1)
+    # the same functions from Python
+    planar.io_write(st, 0x3C4, 2)
+    planar.io_write(st, 0x3C5, 0x05)
+    assert st[planar.ST_MAP_MASK] == 0x05 and planar.io_read(st, 0x3C5) == 0x05
+    assert planar.io_read(st, 0x3C5 - 1) == 2
+    planar.io_write(st, 0x3C4, 7)
+    assert planar.io_read(st, 0x3C5) == 0xFF           # no register 7
+
+
+def test_window_handler_ignores_op_bits_above_the_first():
+    ctx, st, planes = planar.new_context()
+    call = planar.window_handler().ctypes
+    base = ctx.ctypes.data
+    call(base, 0xA0010, 0x66, (99 << 1) | 1)
+    assert list(planes[:, 0x10]) == [0x66] * 4
+    assert call(base, 0xA0010, 0, 99 << 1) == 0x66

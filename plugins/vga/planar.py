@@ -70,7 +70,15 @@ ST_SEQ = 28          # sequencer 0-4: st[28..32]
 ST_GC = 33           # graphics controller 0-8: st[33..41]
 SEQ_COUNT = 5
 GC_COUNT = 9
-ST_SIZE = 48
+# the DAC (3C6h-3C9h), answered the same way
+ST_PEL_MASK = 42
+ST_DAC_WRITE = 43    # write index (3C8h)
+ST_DAC_READ = 44     # read index (3C7h)
+ST_DAC_COMPONENT = 45  # 0-2: red, green, blue of the entry in progress
+ST_DAC_STATE = 46    # 3C7h read: 0 after a write index, 3 after a read index
+ST_DAC_PENDING = 47  # three 6-bit components of a write in progress: st[47..49]
+ST_DAC = 50          # 256 entries x (red, green, blue), 6 bits each: st[50..817]
+ST_SIZE = ST_DAC + 768
 
 FUNC_REPLACE, FUNC_AND, FUNC_OR, FUNC_XOR = 0, 1, 2, 3
 
@@ -82,6 +90,7 @@ def new_state():
     st = np.zeros(ST_SIZE, dtype=np.int64)
     st[ST_SEQ:ST_SEQ + SEQ_COUNT] = (0x03, 0x00, 0x0F, 0x00, 0x06)
     st[ST_GC:ST_GC + GC_COUNT] = (0, 0, 0, 0, 0, 0, 0, 0x0F, 0xFF)
+    st[ST_PEL_MASK] = 0xFF
     derive(st)
     return st
 
@@ -147,9 +156,32 @@ def derive(st):
 
 @njit(**JIT)
 def io_write(st, port, v):
-    """A write to 3C4h/3C5h (sequencer) or 3CEh/3CFh (graphics controller)."""
+    """A write to 3C4h/3C5h (sequencer), 3C6h-3C9h (DAC) or 3CEh/3CFh
+    (graphics controller)."""
     v &= 0xFF
-    if port == 0x3C4:
+    if port == 0x3C9:
+        c = st[ST_DAC_COMPONENT]
+        st[ST_DAC_PENDING + c] = v & 0x3F
+        if c == 2:
+            e = ST_DAC + 3 * st[ST_DAC_WRITE]
+            st[e] = st[ST_DAC_PENDING]
+            st[e + 1] = st[ST_DAC_PENDING + 1]
+            st[e + 2] = st[ST_DAC_PENDING + 2]
+            st[ST_DAC_WRITE] = (st[ST_DAC_WRITE] + 1) & 0xFF
+            st[ST_DAC_COMPONENT] = 0
+        else:
+            st[ST_DAC_COMPONENT] = c + 1
+    elif port == 0x3C8:
+        st[ST_DAC_WRITE] = v
+        st[ST_DAC_COMPONENT] = 0
+        st[ST_DAC_STATE] = 0
+    elif port == 0x3C7:
+        st[ST_DAC_READ] = v
+        st[ST_DAC_COMPONENT] = 0
+        st[ST_DAC_STATE] = 3
+    elif port == 0x3C6:
+        st[ST_PEL_MASK] = v
+    elif port == 0x3C4:
         st[ST_SEQ_INDEX] = v & 0x07
     elif port == 0x3C5:
         i = st[ST_SEQ_INDEX]
@@ -167,7 +199,23 @@ def io_write(st, port, v):
 
 @njit(**JIT)
 def io_read(st, port):
-    """A read of 3C4h/3C5h/3CEh/3CFh (indexes and registers read back)."""
+    """A read of 3C4h-3C9h/3CEh/3CFh (indexes and registers read back; a
+    3C9h read steps through the DAC entry)."""
+    if port == 0x3C9:
+        c = st[ST_DAC_COMPONENT]
+        v = st[ST_DAC + 3 * st[ST_DAC_READ] + c]
+        if c == 2:
+            st[ST_DAC_READ] = (st[ST_DAC_READ] + 1) & 0xFF
+            st[ST_DAC_COMPONENT] = 0
+        else:
+            st[ST_DAC_COMPONENT] = c + 1
+        return v
+    if port == 0x3C8:
+        return st[ST_DAC_WRITE]
+    if port == 0x3C7:
+        return st[ST_DAC_STATE]
+    if port == 0x3C6:
+        return st[ST_PEL_MASK]
     if port == 0x3C4:
         return st[ST_SEQ_INDEX]
     if port == 0x3C5:
@@ -374,8 +422,8 @@ def _ptr_add():
 
 def window_handler():
     """The numba ``cfunc`` ``int64(void *ctx, int64 address, int64 value,
-    int64 op)`` the core calls for every data access to the window (op 0
-    read, 1 write); ``ctx`` is the buffer of ``new_context()``, seen as the
+    int64 op)`` the core calls for every data access to the window (``op &
+    1``: 0 read, 1 write); ``ctx`` is the buffer of ``new_context()``, seen as the
     ``st`` words followed by the planes.  Compiled on first use (and cached
     on disk by numba); about 10 ns a call from the core."""
     global _HANDLER
@@ -390,7 +438,7 @@ def window_handler():
         def handler(ctx, a, v, op):
             st = carray(ctx, (st_size,), np.int64)
             planes = carray(ptr_add(ctx, st_bytes), (4, PLANE_SIZE), np.uint8)
-            if op == 0:
+            if (op & 1) == 0:
                 return cpu_read(planes, st, a)
             cpu_write(planes, st, a, v)
             return 0
@@ -403,11 +451,11 @@ _PORT_HANDLER = None
 
 
 def port_handler():
-    """The numba ``cfunc`` for the ports 3C4h/3C5h/3CEh/3CFh inside the
-    core (``int64(void *ctx, int64 port, int64 value, int64 op)``, op 0
-    read, 1 write), on the same context as ``window_handler``: planar
-    drawing code that sets the map mask or the bit mask for every byte never
-    leaves the compiled loop."""
+    """The numba ``cfunc`` for the ports 3C4h-3C9h/3CEh/3CFh inside the
+    core (``int64(void *ctx, int64 port, int64 value, int64 op)``, ``op &
+    1``: 0 read, 1 write; the bits above carry the cycle, unused here), on the same context as ``window_handler``: planar
+    drawing code that sets the map mask or the bit mask for every byte, and
+    palette fades through the DAC, never leave the compiled loop."""
     global _PORT_HANDLER
     if _PORT_HANDLER is None:
         from numba import carray, cfunc, types
@@ -417,7 +465,7 @@ def port_handler():
         @cfunc(sig, nopython=True, cache=True, error_model="numpy")
         def handler(ctx, port, v, op):
             st = carray(ctx, (st_size,), np.int64)
-            if op == 0:
+            if (op & 1) == 0:               # the bits above are the cycle
                 return io_read(st, port)
             io_write(st, port, v)
             return 0

@@ -75,6 +75,8 @@ STATUS_VRETRACE = 0x08
 CURSOR_BLINK_FRAMES = 8         # cursor on 8 frames, off 8
 CHAR_BLINK_FRAMES = 16          # blinking characters on 16 frames, off 16
 
+# answered inside the core by planar.port_handler (sequencer, DAC, graphics controller)
+COMPILED_PORTS = (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF)
 PORTS = ([0x3B4, 0x3B5, 0x3BA] + list(range(0x3C0, 0x3D0))
          + [0x3D4, 0x3D5, 0x3DA])
 
@@ -129,7 +131,7 @@ class VGA(Device):
         self.rom = rom_image()
         board.map_rom(ROM_BASE, self.rom)
         ports = planar.port_handler()
-        for port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+        for port in COMPILED_PORTS:
             board.compiled_port(port, ports, self.ctx)
         self._rasters = {0x3BA: board.raster(0x3BA), 0x3DA: board.raster(0x3DA)}
         self.epoch_dots = self._now_dots()
@@ -157,14 +159,7 @@ class VGA(Device):
         self.ac_flipflop = 0            # 0: next 3C0h write is an index
         self.feature = 0
         self.subsystem = 1
-        self.dac = np.zeros((256, 3), dtype=np.uint8)
         self.dac[:64] = DACS["ega64"]()
-        self.pel_mask = 0xFF
-        self.dac_write_index = 0
-        self.dac_read_index = 0
-        self.dac_component = 0
-        self.dac_state = 0
-        self.dac_pending = [0, 0, 0]
         self.epoch_dots = 0
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
@@ -208,6 +203,35 @@ class VGA(Device):
     @gc_index.setter
     def gc_index(self, value):
         self.st[planar.ST_GC_INDEX] = int(value) & 0x0F
+
+    @property
+    def dac(self):
+        """The 256 DAC entries, ``int64[256, 3]`` of 6-bit values (a view of ``st``)."""
+        return self.st[planar.ST_DAC:planar.ST_DAC + 768].reshape(256, 3)
+
+    def _st_scalar(name, index, mask):
+        def get(self):
+            return int(self.st[index])
+
+        def put(self, value):
+            self.st[index] = int(value) & mask
+        return property(get, put, doc=f"{name} (kept in ``st`` for the compiled ports)")
+
+    pel_mask = _st_scalar("DAC pixel mask (3C6h)", planar.ST_PEL_MASK, 0xFF)
+    dac_write_index = _st_scalar("DAC write index (3C8h)", planar.ST_DAC_WRITE, 0xFF)
+    dac_read_index = _st_scalar("DAC read index (3C7h)", planar.ST_DAC_READ, 0xFF)
+    dac_component = _st_scalar("DAC component in progress", planar.ST_DAC_COMPONENT, 3)
+    dac_state = _st_scalar("DAC state (3C7h read)", planar.ST_DAC_STATE, 3)
+    del _st_scalar
+
+    @property
+    def dac_pending(self):
+        return [int(v) for v in self.st[planar.ST_DAC_PENDING:planar.ST_DAC_PENDING + 3]]
+
+    @dac_pending.setter
+    def dac_pending(self, values):
+        self.st[planar.ST_DAC_PENDING:planar.ST_DAC_PENDING + 3] = [int(v) & 0x3F
+                                                                    for v in values]
 
     def _check_timing(self):
         """Sequencer 1 written inside the core (8/9 dots, dot clock halved)
@@ -288,16 +312,8 @@ class VGA(Device):
             return 0x10                          # switch sense: a colour monitor
         if port == 0x3C3:
             return self.subsystem
-        if port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+        if port in (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF):
             return int(planar.io_read(self.st, port))
-        if port == 0x3C6:
-            return self.pel_mask
-        if port == 0x3C7:
-            return self.dac_state
-        if port == 0x3C8:
-            return self.dac_write_index
-        if port == 0x3C9:
-            return self._dac_read()
         if port == 0x3CA:
             return self.feature
         if port == 0x3CC:
@@ -331,22 +347,10 @@ class VGA(Device):
             self._publish()
         elif port == 0x3C3:
             self.subsystem = value & 1
-        elif port in (0x3C4, 0x3C5, 0x3CE, 0x3CF):
+        elif port in (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF):
             planar.io_write(self.st, port, value)
             if port == 0x3C5 and self.seq_index == 1:
                 self._check_timing()
-        elif port == 0x3C6:
-            self.pel_mask = value
-        elif port == 0x3C7:
-            self.dac_read_index = value
-            self.dac_component = 0
-            self.dac_state = 3
-        elif port == 0x3C8:
-            self.dac_write_index = value
-            self.dac_component = 0
-            self.dac_state = 0
-        elif port == 0x3C9:
-            self._dac_write(value)
 
     def crtc_write(self, i, value):
         if i >= CRTC_COUNT:
@@ -360,22 +364,6 @@ class VGA(Device):
             self._publish()
         else:
             self.crtc[i] = value
-
-    def _dac_write(self, value):
-        self.dac_pending[self.dac_component] = value & 0x3F
-        self.dac_component += 1
-        if self.dac_component == 3:
-            self.dac[self.dac_write_index] = self.dac_pending
-            self.dac_write_index = (self.dac_write_index + 1) & 0xFF
-            self.dac_component = 0
-
-    def _dac_read(self):
-        v = int(self.dac[self.dac_read_index, self.dac_component])
-        self.dac_component += 1
-        if self.dac_component == 3:
-            self.dac_read_index = (self.dac_read_index + 1) & 0xFF
-            self.dac_component = 0
-        return v
 
     # -- timing ------------------------------------------------------------------------
     def _dot_hz(self):
