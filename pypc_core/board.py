@@ -470,8 +470,11 @@ class Board:
             parts.append("DMA " + ",".join(str(i) for i in sorted(self._dma)))
         for base, size, kind in self.claimed_memory:
             parts.append(f"{kind} {base:05X}h-{base + size - 1:05X}h")
+        kinds = {}
         for port, kind in self.fast_paths:
-            parts.append(f"{kind} {port:X}h")
+            kinds.setdefault(kind, []).append(port)
+        for kind, ports in kinds.items():
+            parts.append(f"{kind} {_ranges(ports)}")
         return "; ".join(parts)
 
 

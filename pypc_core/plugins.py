@@ -157,15 +157,20 @@ def discover(groups=GROUPS):
 
 
 def parse_names(names):
-    """``"a, b,,a"`` or ``["a", "b"]`` -> ``["a", "b"]`` (order kept)."""
+    """``"a, b,,c"`` or ``["a", "b"]`` -> ``["a", "b", ...]`` (order kept,
+    empty names skipped).  A name given twice is a :class:`PluginError`."""
     if names is None:
         return []
+    given = names
     if isinstance(names, str):
         names = names.split(",")
     out = []
     for name in names:
         name = name.strip()
-        if name and name not in out:
+        if name in out:
+            raise PluginError(f"plugin {name!r} is named twice in {given!r}; "
+                              f"select each plugin once")
+        if name:
             out.append(name)
     return out
 
@@ -427,8 +432,11 @@ def _attach_alone(scratch, info):
     show what it really claims (ports, memory windows and their kinds, the
     core's fast paths, IRQ and DMA lines it took)."""
     from .board import Backplane
+    from .bus import MemoryMap
+    from .chipset import Dma8237, Pic8259
     try:
-        bp = Backplane()
+        memory = MemoryMap()
+        bp = Backplane(memory=memory, pic=Pic8259(), dma=Dma8237(memory=memory))
         for result in scratch.hook.pypc_device_create(machine=None, options=None):
             for device in _as_list(result):
                 board = bp.board(device.declaration)
