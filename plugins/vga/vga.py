@@ -17,7 +17,11 @@ Ports
           bit 3 vertical retrace; writes go to feature control
 
     The CRTC's write protect (register 11h bit 7) guards registers 0-7
-    (except the line-compare bit of register 7).
+    (except the line-compare bit of register 7).  The sequencer, DAC and
+    graphics controller ports (3C4h-3C9h, 3CEh/3CFh) are answered inside the
+    CPU core (``planar.port_handler``, registers kept in ``st``), the status
+    port by the board's raster primitive while the attribute flip-flop is at
+    "index"; everything else is a Python handler here.
 
 Memory
     Four 64 KiB planes (``planes``, ``uint8[4, 65536]``) behind the
@@ -80,7 +84,7 @@ COMPILED_PORTS = (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF)
 PORTS = ([0x3B4, 0x3B5, 0x3BA] + list(range(0x3C0, 0x3D0))
          + [0x3D4, 0x3D5, 0x3DA])
 
-# CRTC write masks (unused bits read back as written on the VGA; keep 8 bits)
+# registers CRTC 11h bit 7 write-protects
 _CRTC_PROTECTED = range(0, 8)
 
 _CP437 = [bytes([b]).decode("cp437") for b in range(256)]
@@ -111,15 +115,14 @@ class VGA(Device):
         # registers the memory path needs, latches and planes: one buffer
         self.ctx, self.st, self.planes = planar.new_context()
         self.rom = None                 # bytes of the data ROM at C0000h (BIOS tables, fonts)
-        self.machine = None
         self.reset()
 
     # -- wiring ------------------------------------------------------------------------
     def attach(self, board):
         """Claim the ports, map A0000h-BFFFFh to the compiled planar handler
         (every CPU access runs ``planar.cpu_read``/``cpu_write`` inside the
-        core), answer the sequencer and graphics controller ports inside the
-        core too (``planar.port_handler``), map the data ROM at C0000h, and
+        core), answer the sequencer, DAC and graphics controller ports inside
+        the core too (``planar.port_handler``), map the data ROM at C0000h, and
         put the raster fast path on the status ports."""
         from .bios import rom_image
         self.clock = board.clock
@@ -160,14 +163,13 @@ class VGA(Device):
         self.feature = 0
         self.subsystem = 1
         self.dac[:64] = DACS["ega64"]()
-        self.epoch_dots = 0
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
         self._timed_seq1 = int(self.seq[1])
         self._publish()
 
-    # -- the sequencer and graphics controller live in ``st`` ----------------------------
-    # (their ports may be answered inside the core by ``planar.port_handler``)
+    # -- the sequencer, graphics controller and DAC live in ``st`` ----------------------
+    # (their ports are answered inside the core by ``planar.port_handler``)
     @property
     def seq(self):
         """Sequencer registers 0-4 (a view of ``st``)."""
@@ -244,7 +246,6 @@ class VGA(Device):
             self._publish()
         self._timed_seq1 = now
 
-    # -- derived state ---------------------------------------------------------------
     # -- CPU memory path (Python entry; the compiled window calls planar directly) -------
     def mem_read(self, address):
         """A CPU read of linear ``address`` (A0000h-BFFFFh): loads the latches."""
