@@ -182,10 +182,6 @@ class VgaFirmware:
         m = self.modeset
         return m is not None and m.graphics
 
-    def window_base(self):
-        m = self.modeset
-        return (m.segment if m is not None else 0xB800) << 4
-
     def page_base(self, page):
         return (page * (self.mem.rw(BDA_VIDEO_PAGE_SIZE) or 4096)) & 0xFFFF
 
@@ -332,7 +328,7 @@ class VgaFirmware:
 
     def _cursor_shape(self, start, end):
         h = self.char_height
-        if start & 0x20 or (start & 0x1F) > (end & 0x1F) and (start & 0x60):
+        if start & 0x20:                          # CH bit 5: no cursor
             self.crtc(0x0A, 0x20)
             self.crtc(0x0B, 0x00)
             return
