@@ -41,15 +41,21 @@ def test_the_committed_guest_matches_its_source(tmp_path):
 def round_trip(m, tmp_path, plugins, frames=FRAMES):
     """Export ``m``, import the bundle in a fresh process and run ``frames``
     frames there; run ``m`` the same frames here; both fingerprints."""
-    path = str(tmp_path / "machine.zip")
     before = state_sha256(m)
-    out = m.save(path, progress=None)
-    assert state_sha256(m) == before            # exporting changes nothing
-    child = subprocess.run(
-        [sys.executable, os.path.join(HERE, "snapshot_support.py"), path, out["sha256"],
-         str(frames), ",".join(plugins)],
-        capture_output=True, text=True, timeout=600, cwd=HERE)
+    for attempt in range(3):
+        path = str(tmp_path / f"machine{attempt}.zip")
+        out = m.save(path, progress=None)
+        assert state_sha256(m) == before            # exporting changes nothing
+        child = subprocess.run(
+            [sys.executable, os.path.join(HERE, "snapshot_support.py"), path, out["sha256"],
+             str(frames), ",".join(plugins)],
+            capture_output=True, text=True, timeout=600, cwd=HERE)
+        # the bundle is refused if a source file changed in between (the
+        # contract's source hash): only a working tree being edited does that
+        if child.returncode == 0 or "other emulator code" not in child.stderr:
+            break
     assert child.returncode == 0, child.stderr[-3000:]
+    os.replace(path, tmp_path / "machine.zip")
     theirs = json.loads(child.stdout.strip().splitlines()[-1])
     T.run_frames(m, frames)
     return T.fingerprint(m), theirs

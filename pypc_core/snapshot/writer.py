@@ -22,6 +22,9 @@ def _info(name):
     equal bundles), deflated."""
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
     info.compress_type = zipfile.ZIP_DEFLATED
+    info._compresslevel = 1         # fast: RAM and disks are mostly zeros or incompressible
+    if hasattr(info, "compress_level"):
+        info.compress_level = 1
     info.external_attr = (stat.S_IFREG | 0o644) << 16
     return info
 
