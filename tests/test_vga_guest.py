@@ -277,13 +277,15 @@ def custom_dac(i):
 
 @pytest.fixture(scope="module")
 def portmodes(tmp_path_factory):
-    return run_phases("vga_portmodes", tmp_path_factory.mktemp("vga_portmodes"), 6)
+    return run_phases("vga_portmodes", tmp_path_factory.mktemp("vga_portmodes"), 7)
 
 
-def test_portmodes_text40(portmodes):
-    r = portmodes[1]
-    assert r["resolution"] == (360, 400) and r["name"] == "Text40"
-    assert r["text"][0] == "MODE1"
+@pytest.mark.parametrize("phase,mode,size,name", [(1, 1, (360, 400), "Text40"),
+                                                  (2, 3, (720, 400), "Text80")])
+def test_portmodes_text(portmodes, phase, mode, size, name):
+    r = portmodes[phase]
+    assert r["resolution"] == size and r["name"] == name
+    assert r["text"][0] == f"MODE{mode}"
     glyph = FONT_8X16[ord("M") * 16:ord("M") * 16 + 16]
     expected = np.zeros((16, 9, 3), np.uint8)
     for y in range(16):
@@ -296,7 +298,7 @@ def test_portmodes_text40(portmodes):
     assert_frame(r["frame"][0:16, 0:9], expected)
 
 
-@pytest.mark.parametrize("phase,size", [(2, (320, 200)), (3, (640, 200)), (4, (640, 350))])
+@pytest.mark.parametrize("phase,size", [(3, (320, 200)), (4, (640, 200)), (5, (640, 350))])
 def test_portmodes_planar(portmodes, phase, size):
     r = portmodes[phase]
     assert r["resolution"] == size
@@ -307,11 +309,11 @@ def test_portmodes_planar(portmodes, phase, size):
 
 
 def test_portmodes_cga(portmodes):
-    r = portmodes[5]
+    r = portmodes[6]
     assert r["resolution"] == (320, 200)
     row = np.array([custom_dac(AC_CGA4[(x // 4) & 3]) for x in range(320)], np.uint8)
     assert_frame(r["frame"], np.repeat(row[None], 200, axis=0))
-    r = portmodes[6]
+    r = portmodes[7]
     assert r["resolution"] == (640, 200)
     lit, dark = custom_dac(0x17), custom_dac(0)
     even = np.array([lit if x % 8 < 4 else dark for x in range(640)], np.uint8)

@@ -1,16 +1,18 @@
-; vga_portmodes.asm - modes 1 (40x25 text), 0Dh, 0Eh, 10h, 4 and 6 set
+; vga_portmodes.asm - modes 1 and 3 (text), 0Dh, 0Eh, 10h, 4 and 6 set
 ; register by register through the ports, no INT 10h (pypc guest test
 ; program; vga_ports.asm does the same for 13h, X and 12h).
 ;
 ; The DAC is loaded first with entry i = (i, 2i mod 64, 63 - i) for
 ; i = 0..63, so every picture's colours come from a palette the test knows.
 ; Pictures:
-;   1    "MODE1" in yellow on blue (attribute 1Eh) at the top left
+;   1, 3 "MODE1"/"MODE3" in yellow on blue (attribute 1Eh) at the top left
 ;   0Dh, 0Eh, 10h  every byte column b of every line in colour b mod 16
 ;        (write mode 2)
 ;   4    every line: pixel x in colour (x / 4) mod 4
 ;   6    even lines: pixels 0-3 of every 8 lit, odd lines: pixels 4-7
-; Phases: 1 mode 1, 2 mode 0Dh, 3 mode 0Eh, 4 mode 10h, 5 mode 4, 6 mode 6.
+; Phases: 1 mode 1, 2 mode 3, 3 mode 0Dh, 4 mode 0Eh, 5 mode 10h, 6 mode 4,
+; 7 mode 6.  (The text modes come first: the graphics modes clear plane 2,
+; where the font is.)
 
         cpu 8086
         org 0x7C00
@@ -53,22 +55,39 @@ main:
         jmp .t
 .td:    sync 1
 
+        ; ---------------- mode 3 ---------------------------------------------
+        mov si, regs03
+        call setregs
+        xor di, di
+        mov ax, 0x0720
+        mov cx, 2000
+        rep stosw
+        xor di, di
+        mov si, s_mode3
+        mov ah, 0x1E
+.t3:    lodsb
+        or al, al
+        jz .t3d
+        stosw
+        jmp .t3
+.t3d:   sync 2
+
         ; ---------------- 0Dh, 0Eh, 10h: colour columns -------------------------
         mov si, regs0d
         mov bp, 40
         mov bx, 200
         call planar
-        sync 2
+        sync 3
         mov si, regs0e
         mov bp, 80
         mov bx, 200
         call planar
-        sync 3
+        sync 4
         mov si, regs10
         mov bp, 80
         mov bx, 350
         call planar
-        sync 4
+        sync 5
 
         ; ---------------- mode 4 -------------------------------------------------
         mov si, regs04
@@ -79,7 +98,7 @@ main:
         call cga4bank
         mov di, 0x2000
         call cga4bank
-        sync 5
+        sync 6
 
         ; ---------------- mode 6 -------------------------------------------------
         mov si, regs06
@@ -92,7 +111,7 @@ main:
         mov al, 0x0F
         mov cx, 8000
         rep stosb
-        sync 6
+        sync 7
         mov si, s_none
         jmp finish
 
@@ -137,6 +156,7 @@ cga4bank:
         ret
 
 s_mode1:    db "MODE1", 0
+s_mode3:    db "MODE3", 0
 s_none:     db 0
 
 ; IBM VGA register values: misc, seq 1-4, CRTC 0-18h, GC 0-8, AC 0-14h
@@ -145,6 +165,14 @@ regs01:
         db 0x08, 0x03, 0x00, 0x02
         db 0x2D, 0x27, 0x28, 0x90, 0x2B, 0xA0, 0xBF, 0x1F, 0x00, 0x4F, 0x0D, 0x0E
         db 0x00, 0x00, 0x00, 0x00, 0x9C, 0x8E, 0x8F, 0x14, 0x1F, 0x96, 0xB9, 0xA3, 0xFF
+        db 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x0E, 0x00, 0xFF
+        db 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x14, 0x07
+        db 0x38, 0x39, 0x3A, 0x3B, 0x3C, 0x3D, 0x3E, 0x3F, 0x0C, 0x00, 0x0F, 0x08, 0x00
+regs03:
+        db 0x67
+        db 0x00, 0x03, 0x00, 0x02
+        db 0x5F, 0x4F, 0x50, 0x82, 0x55, 0x81, 0xBF, 0x1F, 0x00, 0x4F, 0x0D, 0x0E
+        db 0x00, 0x00, 0x00, 0x00, 0x9C, 0x8E, 0x8F, 0x28, 0x1F, 0x96, 0xB9, 0xA3, 0xFF
         db 0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x0E, 0x00, 0xFF
         db 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x14, 0x07
         db 0x38, 0x39, 0x3A, 0x3B, 0x3C, 0x3D, 0x3E, 0x3F, 0x0C, 0x00, 0x0F, 0x08, 0x00
