@@ -40,7 +40,8 @@ def _port(text):
 
 
 def add_arguments(parser):
-    """``pypc run``'s viewer and sound options."""
+    """``pypc run``'s viewer and sound options (``--no-rpc`` and
+    ``--rpc-port`` are the RPC server's: pypc_core/rpc/launch.py)."""
     g = parser.add_argument_group("viewers and sound")
     g.add_argument("--telnet-port", type=_port, nargs="?", const=DEFAULT_TELNET_PORT,
                    metavar="PORT",
@@ -58,15 +59,6 @@ def add_arguments(parser):
                         "timed by emulated cycles)")
     g.add_argument("--no-sound", action="store_true",
                    help="no live playback of the PC speaker on this host")
-    existing = getattr(parser, "_option_string_actions", {})
-    if "--no-rpc" not in existing:
-        # the RPC options, until the RPC server's own (cli.py) are there
-        g.add_argument("--no-rpc", action="store_true",
-                       help="no JSON-RPC server: the telnet and VNC viewers' keys "
-                            "reach the guest")
-    if "--rpc-port" not in existing:
-        g.add_argument("--rpc-port", type=_port, default=None, metavar="PORT",
-                       help=f"the JSON-RPC port (default {DEFAULT_RPC_PORT})")
     return parser
 
 

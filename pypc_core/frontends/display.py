@@ -24,6 +24,12 @@ import time
 import numpy as np
 
 DEFAULT_INTERVAL_S = 1 / 30       # host seconds between two published pictures
+# Share of host time the viewers may take (publishing on the machine thread,
+# diffing and encoding on each viewer's thread): an unpaced (turbo) run keeps
+# it small, since every millisecond there is one the guest does not run; a
+# paced run has idle time to spare.
+TURBO_BUDGET = 0.04
+PACED_BUDGET = 0.25
 
 
 class Snapshot:
@@ -65,7 +71,7 @@ class Display:
         self._want_frame = 0            # viewers waiting for a frame
         self._want_text = 0             # viewers waiting for text
         self._urgent = False            # a viewer wants one now (first picture)
-        self._last = 0.0
+        self._next = 0.0                # perf_counter of the next allowed publication
         self._keys = collections.deque()
         self.viewers = 0                # connected sessions (any thread)
         self.published = 0
@@ -83,10 +89,23 @@ class Display:
         if not (self._want_frame or self._want_text):
             return
         now = time.perf_counter()
-        if not self._urgent and now - self._last < self.interval:
+        if not self._urgent and now < self._next:
             return
-        self._last = now
         self.publish()
+        cost = time.perf_counter() - now
+        self._next = now + max(self.interval, cost / self.budget())
+
+    def budget(self):
+        """The share of host time viewers may use now (see TURBO_BUDGET)."""
+        scheduler = getattr(self.machine, "scheduler", None)
+        return PACED_BUDGET if getattr(scheduler, "speed", 0) else TURBO_BUDGET
+
+    def pace(self, started, cost):
+        """Viewer threads: sleep so that work of ``cost`` host seconds begun
+        at ``started`` (perf_counter) stays within the budget."""
+        wait = started + cost / self.budget() - time.perf_counter()
+        if wait > 0 and not self.closed:
+            time.sleep(min(wait, 1.0))
 
     def publish(self):
         """Render and publish now (machine thread)."""
@@ -118,6 +137,11 @@ class Display:
     # -- viewer threads -----------------------------------------------------
     def latest(self):
         return self._snapshot
+
+    @property
+    def seq(self):
+        """The number of the newest published snapshot (0: none yet)."""
+        return self._seq
 
     def wait(self, after_seq, frame=False, text=False, timeout=None, urgent=False):
         """A snapshot newer than ``after_seq`` that has what the caller needs

@@ -17,6 +17,7 @@ only ends its own thread.
 import re
 import socket
 import threading
+import time
 
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
 OPT_BINARY, OPT_ECHO, OPT_SGA = 0, 1, 3
@@ -227,10 +228,10 @@ class TelnetSession:
                 if not data:
                     break
                 replies, text = self.input.feed(data)
-                if replies:
-                    self.send(replies)
                 if text:
-                    self._keys(text)
+                    self._keys(text)            # before the replies: a reply to
+                if replies:                     # a later option means the keys
+                    self.send(replies)          # before it are queued
         except OSError:
             pass
         finally:
@@ -268,6 +269,7 @@ class TelnetSession:
                     continue
                 first = False
                 seq = snap.seq
+                started = time.perf_counter()
                 out = []
                 redraw = snap.epoch != last_epoch or snap.mode != last_mode
                 if snap.graphics:
@@ -296,6 +298,7 @@ class TelnetSession:
                 last_mode, last_epoch = snap.mode, snap.epoch
                 if out:
                     self.send("".join(out))
+                display.pace(started, time.perf_counter() - started)
         except OSError:
             pass
         finally:

@@ -24,11 +24,13 @@ so a client that vanishes mid-frame ends its own threads and nothing else.
 import socket
 import struct
 import threading
+import time
 import zlib
 
 import numpy as np
 
 from .. import scancodes
+from .display import Snapshot
 from .telnet import close_listener, listen_socket
 
 ENC_RAW = 0
@@ -122,28 +124,14 @@ def changed_rects(old, new, tile=TILE):
     differs from ``old`` (same shape), on a ``tile`` grid: runs of changed
     tiles in a tile row, stacked while the next row has the same run."""
     h, w = new.shape[:2]
-    diff = np.any(old != new, axis=2)
-    th, tw = -(-h // tile), -(-w // tile)
-    padded = np.zeros((th * tile, tw * tile), dtype=bool)
-    padded[:h, :w] = diff
-    tiles = padded.reshape(th, tile, tw, tile).any(axis=(1, 3))
+    tiles = _changed_tiles(old, new, tile)
+    th, tw = tiles.shape
     runs_by_row = []
     for ty in range(th):
-        row = tiles[ty]
-        runs = []
-        tx = 0
-        idx = np.flatnonzero(row)
-        i = 0
-        while i < len(idx):
-            start = idx[i]
-            end = start
-            while i + 1 < len(idx) and idx[i + 1] == end + 1:
-                i += 1
-                end = idx[i]
-            runs.append((int(start), int(end) + 1))
-            i += 1
-        del tx
-        runs_by_row.append(runs)
+        edges = np.diff(np.concatenate(([0], tiles[ty].astype(np.int8), [0])))
+        starts = np.flatnonzero(edges == 1)
+        ends = np.flatnonzero(edges == -1)
+        runs_by_row.append([(int(a), int(b)) for a, b in zip(starts, ends)])
     rects = []
     open_rects = {}                  # (start, end) -> [ty0, ty1]
     for ty, runs in enumerate(runs_by_row + [[]]):
@@ -164,6 +152,23 @@ def changed_rects(old, new, tile=TILE):
     return out
 
 
+def _changed_tiles(old, new, tile):
+    """bool[tile rows, tile columns]: where the two RGB frames differ.
+    Compared 8 bytes at a time (rows of a width divisible by 8 are whole
+    uint64s), then OR-reduced over each tile's rows and columns."""
+    h, w = new.shape[:2]
+    a = np.ascontiguousarray(old).reshape(h, w * 3)
+    b = np.ascontiguousarray(new).reshape(h, w * 3)
+    if w % 8 == 0 and tile % 8 == 0:
+        a, b = a.view(np.uint64), b.view(np.uint64)
+        step = tile * 3 // 8
+    else:
+        step = tile * 3
+    diff = a != b
+    rows = np.logical_or.reduceat(diff, np.arange(0, h, tile), axis=0)
+    return np.logical_or.reduceat(rows, np.arange(0, diff.shape[1], step), axis=1)
+
+
 def zrle_tiles(pixels, cslice):
     """The (uncompressed) ZRLE tile stream of a rectangle of PIXEL bytes
     ``uint8[h, w, bpp/8]``: each 64x64 tile solid (one colour), packed
@@ -180,14 +185,15 @@ def zrle_tiles(pixels, cslice):
             k = keys[ty:ty + ZRLE_TILE, tx:tx + ZRLE_TILE]
             tile = cpix[ty:ty + ZRLE_TILE, tx:tx + ZRLE_TILE]
             th, tw = k.shape
+            flat = tile.reshape(-1, nbytes)
+            if (k == k[0, 0]).all():
+                out.append(1)
+                out += flat[0].tobytes()
+                continue
             uniq, first, inverse = np.unique(k.ravel(), return_index=True,
                                              return_inverse=True)
             n = len(uniq)
-            flat = tile.reshape(-1, nbytes)
-            if n == 1:
-                out.append(1)
-                out += flat[0].tobytes()
-            elif n <= 16:
+            if n <= 16:
                 out.append(n)
                 out += flat[first].tobytes()
                 idx = inverse.reshape(th, tw).astype(np.uint8)
@@ -331,11 +337,9 @@ class VncSession:
         display = self.server.display
         try:
             snap = display.wait(0, frame=True, timeout=2.0, urgent=True) or display.latest()
-            if snap is None or snap.frame is None:
-                from .display import Snapshot
-                import numpy as _np
+            if snap is None or snap.frame is None:       # the machine loop is not serving
                 snap = Snapshot(seq=0, epoch=None, adapter="none", mode="none",
-                                frame=_np.zeros((200, 640, 3), dtype=_np.uint8))
+                                frame=np.zeros((200, 640, 3), dtype=np.uint8))
             self._handshake(snap)
             threading.Thread(target=self._writer, daemon=True,
                              name=f"vnc-out-{self.peer}").start()
@@ -394,7 +398,9 @@ class VncSession:
                 if request is None:
                     break
                 incremental = request[0]
-                snap = display.wait(seq, frame=True, timeout=0.5, urgent=not incremental)
+                # a full request is answered with a picture taken after it came
+                after = seq if incremental else max(seq, display.seq)
+                snap = display.wait(after, frame=True, timeout=0.5, urgent=not incremental)
                 if snap is None:
                     if display.closed:
                         break
@@ -413,13 +419,18 @@ class VncSession:
                     if self._format_changed:
                         self._format_changed = False
                         self.sent = None              # resend everything in the new format
+                started = time.perf_counter()
                 rects, pseudo = self._plan(snap, request, desktop)
                 if not rects and not pseudo:
+                    display.pace(started, time.perf_counter() - started)
                     continue                          # nothing changed: keep waiting
                 with self._cond:
                     if self._request is request:
                         self._request = None
-                self._send_update(snap, rects, pseudo, fmt, encodings)
+                data = self._encode_update(rects, pseudo, fmt, encodings)
+                cost = time.perf_counter() - started
+                self._send(data)
+                display.pace(started, cost)
         except (OSError, ClientGone):
             pass
         finally:
@@ -452,10 +463,10 @@ class VncSession:
         if not incremental:
             x0, y0 = min(rx, w), min(ry, h)
             x1, y1 = min(w, rx + rw), min(h, ry + rh)
-            self.sent = frame.copy()
-            if x1 > x0 and y1 > y0:
-                return [(x0, y0, x1 - x0, y1 - y0)], pseudo
-            return [(0, 0, w, h)], pseudo
+            if not (x1 > x0 and y1 > y0):
+                x0, y0, x1, y1 = 0, 0, w, h
+            self.sent[y0:y1, x0:x1] = frame[y0:y1, x0:x1]
+            return [(x0, y0, x1 - x0, y1 - y0)], pseudo
         rects = changed_rects(self.sent, frame)
         if len(rects) > MAX_RECTS:
             xs = [r[0] for r in rects] + [r[0] + r[2] for r in rects]
@@ -465,7 +476,7 @@ class VncSession:
             self.sent = frame.copy()
         return rects, pseudo
 
-    def _send_update(self, snap, rects, pseudo, fmt, encodings):
+    def _encode_update(self, rects, pseudo, fmt, encodings):
         frame = self._frame
         encoding = ENC_RAW
         for e in encodings:
@@ -489,7 +500,7 @@ class VncSession:
                 parts.append(pixels.tobytes())
         self.rects_sent = list(rects)
         self.updates += 1
-        self._send(b"".join(parts))
+        return b"".join(parts)
 
 
 class VncServer:

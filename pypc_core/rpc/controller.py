@@ -391,6 +391,8 @@ class Controller:
             if now >= end:
                 return
             self._block(end - now)
+            for hook in self.machine.run_hooks:     # viewers see a paused machine too
+                hook()
 
     def serve_forever(self, stop_event=None):
         """The machine loop for a machine without a launcher (tests,

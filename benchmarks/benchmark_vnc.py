@@ -1,0 +1,242 @@
+"""What a connected VNC viewer (and a telnet viewer) costs the running guest.
+
+    python benchmarks/benchmark_vnc.py [--seconds S] [--rounds N]
+
+Boots a guest from a floppy, runs it unpaced (turbo) for S emulated seconds
+in slices of 1/60 s as the launcher does, and measures the host time with
+no viewer, with one VNC viewer asking for incremental updates as fast as
+the server gives them (Raw and ZRLE), and with one telnet viewer.  The
+viewer is a minimal RFB client here that reads the updates without decoding
+them, so the figure is the server's cost (publishing snapshots on the
+machine thread, diffing and encoding on the viewer thread, both sharing the
+interpreter with the machine).
+
+Two guests:
+
+* ``churn``: rewrites all 2,000 text cells (character and attribute) in a
+  loop -- every update is the whole screen (the worst case);
+* ``counter``: a CPU-bound loop that increments one character on the screen
+  every 1,000 iterations -- one changed tile per update (a typical program).
+
+The slowdown is (host time with viewer / host time without - 1), the
+target at most 10 %; the CPU figure (process time, every thread) is the
+viewer's whole cost, which a busy host's load does not blur as much.  Rounds interleave the settings and each keeps its best round, so a
+busy host shifts every figure alike.  The last line is one JSON object.
+"""
+
+import argparse
+import json
+import os
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from pypc_core import frontends  # noqa: E402
+from pypc_core.cpu import state as S  # noqa: E402
+from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
+
+# mov ax,0B800h / mov es,ax / cld / l: xor di,di / mov cx,2000 / inc ax /
+# rep stosw / jmp l
+CHURN = bytes.fromhex("B800B8 8EC0 FC 31FF B9D007 40 F3AB EBF6")
+# mov ax,0B800h / mov es,ax / l: inc byte [es:0] / mov cx,1000 / m: loop m / jmp l
+COUNTER = bytes.fromhex("B800B8 8EC0 26FE060000 B9E803 E2FE EBF4")
+GUESTS = {"churn": CHURN, "counter": COUNTER}
+
+
+def floppy(folder, code):
+    image = bytearray(368640)
+    image[:len(code)] = code
+    image[510:512] = b"\x55\xaa"
+    path = os.path.join(folder, "guest.img")
+    with open(path, "wb") as fh:
+        fh.write(image)
+    return path
+
+
+class Viewer(threading.Thread):
+    """A VNC client that keeps one incremental request pending and reads
+    every update (without decoding it)."""
+
+    def __init__(self, port, encoding):
+        super().__init__(daemon=True)
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.encoding = encoding
+        self.updates = 0
+        self.bytes = 0
+        self.stop = False
+        self._handshake()
+
+    def _recv(self, n):
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(min(1 << 20, n - len(buf)))
+            if not chunk:
+                raise ConnectionError
+            buf += chunk
+        self.bytes += n
+        return bytes(buf)
+
+    def _handshake(self):
+        self._recv(12)
+        self.sock.sendall(b"RFB 003.008\n")
+        n = self._recv(1)[0]
+        self._recv(n)
+        self.sock.sendall(b"\x01")
+        self._recv(4)
+        self.sock.sendall(b"\x01")
+        self.width, self.height = struct.unpack("!HH", self._recv(4))
+        self._recv(16)
+        self._recv(struct.unpack("!I", self._recv(4))[0])
+        self.sock.sendall(struct.pack("!BxHi", 2, 1, self.encoding))
+
+    def request(self, incremental):
+        self.sock.sendall(struct.pack("!BBHHHH", 3, incremental, 0, 0, self.width, self.height))
+
+    def run(self):
+        try:
+            self.request(False)
+            while not self.stop:
+                kind, count = struct.unpack("!BxH", self._recv(4))
+                for _ in range(count):
+                    x, y, w, h, enc = struct.unpack("!HHHHi", self._recv(12))
+                    if enc == 16:
+                        self._recv(struct.unpack("!I", self._recv(4))[0])
+                    elif enc == 0:
+                        self._recv(w * h * 4)
+                self.updates += 1
+                self.request(True)
+        except (ConnectionError, OSError):
+            pass
+
+    def close(self):
+        self.stop = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+class TelnetViewer(threading.Thread):
+    def __init__(self, port):
+        super().__init__(daemon=True)
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.bytes = 0
+        self.stop = False
+
+    def run(self):
+        try:
+            while not self.stop:
+                data = self.sock.recv(65536)
+                if not data:
+                    return
+                self.bytes += len(data)
+        except OSError:
+            pass
+
+    def close(self):
+        self.stop = True
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def timed(machine, seconds):
+    """(host seconds, CPU seconds of the whole process -- viewer threads
+    included) to run ``seconds`` of emulated time."""
+    frame = CPU_HZ // 60
+    end = machine.clock() + int(seconds * CPU_HZ)
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    while machine.clock() < end:
+        machine.run_for(min(frame, end - machine.clock()))
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def measure(image, setting, seconds):
+    with Machine(MachineConfig(floppy_a=image)) as m:
+        while not 0x7C00 <= (int(m.cpu.regs[S.CS]) << 4) + int(m.cpu.regs[S.IP]) < 0x7E00:
+            m.run_for(CPU_HZ // 60)                      # boot to the guest
+            if m.clock() > 30 * CPU_HZ:
+                raise SystemExit("the guest did not start")
+        args = argparse.Namespace(telnet_port=0 if setting == "telnet" else None,
+                                  vnc_port=0 if setting.startswith("vnc") else None,
+                                  listen=None, audio=None, no_sound=True, no_rpc=False,
+                                  rpc_port=None, headless=True)
+        fe = frontends.start(m, args)
+        viewer = None
+        try:
+            if setting.startswith("vnc"):
+                viewer = Viewer(fe.vnc.port, 16 if setting == "vnc-zrle" else 0)
+            elif setting == "telnet":
+                viewer = TelnetViewer(fe.telnet.port)
+            if viewer is not None:
+                viewer.start()
+                deadline = time.monotonic() + 30
+                while (getattr(viewer, "updates", None) == 0 or viewer.bytes == 0) \
+                        and time.monotonic() < deadline:
+                    m.run_for(CPU_HZ // 60)              # until the first picture is there
+            dt, cpu = timed(m, seconds)
+            pc = (int(m.cpu.regs[S.CS]) << 4) + int(m.cpu.regs[S.IP])
+            if not 0x7C00 <= pc < 0x7E00:
+                raise SystemExit(f"the guest is not running (CS:IP at {pc:05X}h)")
+            updates = getattr(viewer, "updates", None)
+            sent = getattr(viewer, "bytes", 0)
+        finally:
+            if viewer is not None:
+                viewer.close()
+            if fe is not None:
+                fe.close()
+    return dt, cpu, updates, sent
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=60.0, help="emulated seconds per run")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args(argv)
+    settings = ["none", "vnc-raw", "vnc-zrle", "telnet"]
+    figures = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for guest, code in GUESTS.items():
+            image = floppy(folder, code)
+            measure(image, "none", 0.2)                  # compile / warm up
+            best = {}
+            for _ in range(args.rounds):
+                for setting in settings:
+                    dt, cpu, updates, sent = measure(image, setting, args.seconds)
+                    if setting not in best or dt < best[setting][0]:
+                        best[setting] = (dt, best.get(setting, (0, cpu))[1], updates, sent)
+                    best[setting] = best[setting][:1] + (min(cpu, best[setting][1]),) \
+                        + best[setting][2:]
+            base, base_cpu = best["none"][:2]
+            print(f"{guest}: {args.seconds:g} emulated s, best of {args.rounds}")
+            rows = {}
+            for setting in settings:
+                dt, cpu, updates, sent = best[setting]
+                slowdown = dt / base - 1
+                extra_cpu = cpu / base_cpu - 1
+                rate = f"{updates / dt:5.1f} updates/s" if updates is not None else " " * 16
+                print(f"  {setting:9s} host {dt:6.3f} s ({slowdown * 100:+6.1f} %)  "
+                      f"CPU {cpu:6.3f} s ({extra_cpu * 100:+6.1f} %)  "
+                      f"{args.seconds / dt:6.1f}x real time  {rate}  "
+                      f"{sent / dt / 1e3:8.1f} kB/s")
+                rows[setting] = {"host_s": round(dt, 4), "slowdown": round(slowdown, 4),
+                                 "cpu_s": round(cpu, 4), "extra_cpu": round(extra_cpu, 4),
+                                 "updates_per_s": None if updates is None
+                                 else round(updates / dt, 1),
+                                 "bytes_per_s": round(sent / dt)}
+            figures[guest] = rows
+    print(json.dumps({"benchmark": "vnc", "emulated_seconds": args.seconds,
+                      "figures": figures}))
+
+
+if __name__ == "__main__":
+    main()
