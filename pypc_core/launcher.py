@@ -83,6 +83,13 @@ def check_machine(machine, args):
                               ("--until-text", args.until_text)):
             if value:
                 raise PypcError(f"{option} needs a video plugin (e.g. --plugins cga)")
+        if getattr(machine, "dos", None) is None:
+            if not args.headless:
+                raise PypcError(f"--plugins {args.plugins!r} selects no video plugin, so "
+                                f"there is no display to show: use --headless, or add "
+                                f"one (e.g. --plugins cga)")
+            sys.stderr.write(f"pypc: note: --plugins {args.plugins!r} selects no video "
+                             f"plugin: no display, no screen to print\n")
 
 
 def run(args):
@@ -376,7 +383,8 @@ def run_headless(machine, args):
             machine.run_until_cycle(min(end, machine.clock() + frame))
     if args.screenshot:
         write_screenshot(machine, args.screenshot)
-    print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
+    if machine.video is not None:
+        print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
     if args.until_text and not found:
         sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
                          f"{timeout:g} emulated seconds\n")
