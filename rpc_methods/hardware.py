@@ -75,16 +75,18 @@ class Recorder:
 
             def traced_read(port, width=1):
                 value = read(port, width)
-                self._io("io_read", port & 0xFFFF, width, value)
+                if self.active:
+                    self._io("io_read", port & 0xFFFF, width, value)
                 return value
 
             def traced_write(port, value, width=1):
                 handled = write(port, value, width)
-                self._io("io_write", port & 0xFFFF, width,
-                         value & (0xFF if width == 1 else 0xFFFF))
+                if self.active:
+                    self._io("io_write", port & 0xFFFF, width,
+                             value & (0xFF if width == 1 else 0xFFFF))
                 return handled
-            self._saved["ports"] = (pm, getattr(pm, "fast_reads", True))
-            pm.read, pm.write = traced_read, traced_write
+            self._saved["ports"] = hook(pm, {"read": traced_read, "write": traced_write})
+            self._saved["fast"] = (pm, getattr(pm, "fast_reads", True))
             pm.set_fast_reads(False)
         if self.include_irq:
             raise_irq, lower_irq, acknowledge = pic.raise_irq, pic.lower_irq, pic.acknowledge
@@ -92,37 +94,36 @@ class Recorder:
             def traced_raise(n):
                 was = pic.lines & (1 << n)
                 raise_irq(n)
-                if not was and pic.lines & (1 << n):
+                if self.active and not was and pic.lines & (1 << n):
                     self._irq("irq_raise", n)
 
             def traced_lower(n):
                 was = pic.lines & (1 << n)
                 lower_irq(n)
-                if was and not pic.lines & (1 << n):
+                if self.active and was and not pic.lines & (1 << n):
                     self._irq("irq_lower", n)
 
             def traced_ack():
                 vector = acknowledge()
-                self._irq("irq_dispatch", (vector - pic.vector_base) & 0x07, vector)
+                if self.active:
+                    self._irq("irq_dispatch", (vector - pic.vector_base) & 0x07, vector)
                 return vector
-            self._saved["pic"] = pic
-            pic.raise_irq, pic.lower_irq, pic.acknowledge = traced_raise, traced_lower, traced_ack
+            self._saved["pic"] = hook(pic, {"raise_irq": traced_raise,
+                                            "lower_irq": traced_lower,
+                                            "acknowledge": traced_ack})
         self.active = True
 
     def stop(self):
         if not self.active:
             return
-        saved = self._saved.pop("ports", None)
-        if saved is not None:
-            pm, fast = saved
-            for name in ("read", "write"):
-                pm.__dict__.pop(name, None)
-            pm.set_fast_reads(fast)
-        pic = self._saved.pop("pic", None)
-        if pic is not None:
-            for name in ("raise_irq", "lower_irq", "acknowledge"):
-                pic.__dict__.pop(name, None)
         self.active = False
+        for key in ("ports", "pic"):
+            saved = self._saved.pop(key, None)
+            if saved is not None:
+                unhook(*saved)
+        fast = self._saved.pop("fast", None)
+        if fast is not None:
+            fast[0].set_fast_reads(fast[1])
 
     # -- results -------------------------------------------------------------------
     @property
@@ -133,6 +134,27 @@ class Recorder:
         return {"active": self.active, "capacity": self.capacity,
                 "dropped_event_count": self.dropped,
                 "first_available_sequence": self.first_available}
+
+
+def hook(obj, wrappers):
+    """Put ``wrappers`` ({name: fn}) on the instance ``obj``; returns what
+    :func:`unhook` needs to put back what was there (another recorder's
+    wrapper, or nothing)."""
+    before = {name: obj.__dict__.get(name) for name in wrappers}
+    for name, fn in wrappers.items():
+        setattr(obj, name, fn)
+    return obj, wrappers, before
+
+
+def unhook(obj, wrappers, before):
+    """Undo :func:`hook` where its wrapper is still the outermost; a wrapper
+    that another recorder wrapped again stays (inactive, it only forwards)."""
+    for name, fn in wrappers.items():
+        if obj.__dict__.get(name) is fn:
+            if before[name] is None:
+                del obj.__dict__[name]
+            else:
+                obj.__dict__[name] = before[name]
 
 
 def _current(ctl, method):

@@ -562,3 +562,73 @@ def test_pause_completes_a_pending_step(fx, c):
         assert done["stop_reason"]["registers"] == entry
     else:                                                # the step had already run
         assert done["stop_reason"]["kind"] == "step"
+
+
+# -- video history -------------------------------------------------------------
+
+def test_video_history_journals_text_ports_and_modes(c):
+    pause(c)
+    start = c.call("video.history.start", {"capacity": 100})
+    assert start["history_id"] == "video-1" and start["first_sequence"] == 1
+    vram = base64.b64decode(start["vram_base64"])
+    assert hashlib.sha256(vram).hexdigest() == start["vram_sha256"]
+    assert vram == base64.b64decode(c.call("memory.read", {
+        "address": "0xB8000", "length": 16384})["data_base64"])
+    c.call("memory.write", {"address": "0xB8000", "data_base64": base64.b64encode(b"Hi").decode()})
+    c.call("io.write", {"port": "0x3D9", "value": 2})
+    c.call("io.write", {"port": "0x3D8", "value": 0x28})       # 40 columns
+    page = c.call("video.history.read", {"history_id": "video-1", "cursor": None})
+    kinds = [(e["kind"], e["address"], e["old"], e["new"]) for e in page["events"]]
+    assert kinds[0] == ("text", 0, vram[0], ord("H"))
+    assert kinds[1] == ("text", 1, vram[1], ord("i"))
+    assert kinds[2] == ("port", 0x3D9, 1, 2)
+    assert kinds[3] == ("port", 0x3D8, 1, 0x28)
+    assert kinds[4][0] == "mode" and kinds[4][2] == 40
+    assert [e["sequence"] for e in page["events"]] == [1, 2, 3, 4, 5]
+    assert page["next_cursor"] is None and page["next_sequence"] == 6
+    assert page["lost_events"] == 0 and page["active"] is True
+    two = c.call("video.history.read", {"cursor": 0, "limit": 2})
+    assert [e["sequence"] for e in two["events"]] == [1, 2] and two["next_cursor"] == 2
+    assert c.call("video.history.read", {"cursor": 5})["events"] == []
+    stopped = c.call("video.history.stop", {"history_id": "video-1"})
+    assert stopped == {"history_id": "video-1", "events": 5, "lost_events": 0}
+    c.call("io.write", {"port": "0x3D9", "value": 3})
+    assert len(c.call("video.history.read")["events"]) == 5      # still readable
+    c.call("io.write", {"port": "0x3D8", "value": 0x29})
+
+
+def test_video_history_sees_the_guest_print(c):
+    pause(c)
+    c.call("video.history.start", {})
+    # a guest loop printing 'A'..'J' at the top-left cell, one after the other
+    code = bytes([0xB8, 0x00, 0xB8, 0x8E, 0xC0, 0xB0, 0x41,    # mov ax,B800 / mov es,ax / mov al,'A'
+                  0x26, 0xA2, 0x00, 0x00,                      # mov es:[0],al
+                  0xFE, 0xC0, 0x3C, 0x4B, 0x75, 0xF6,          # inc al / cmp al,'K' / jne
+                  0xEB, 0xFE])                                 # jmp $
+    c.call("memory.write", {"address": 0x20000, "data_base64": base64.b64encode(code).decode()})
+    r = c.call("state.get")
+    c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
+                                   "expected": {"cs": r["segments"]["cs"], "ip": r["ip"]},
+                                   "set": {"cs": 0x2000, "ip": 0}})
+    for _ in range(40):
+        op = c.call("execution.step")["operation_id"]
+        c.call("execution.wait", {"operation_id": op})
+    text = [e["new"] for e in c.call("video.history.read")["events"]
+            if e["kind"] == "text" and e["address"] == 0]
+    assert text == list(range(ord("A"), ord("K")))     # every character, in order
+
+
+def test_video_history_rejections(c):
+    pause(c)
+    for method in ("video.history.read", "video.history.stop"):
+        assert c.error(method, {})["data"]["reason"] == "PRECONDITION_FAILED"
+    assert c.error("video.history.start", {"capacity": 1_000_001})["data"]["reason"] == \
+        "LIMIT_EXCEEDED"
+    c.call("video.history.start", {"capacity": 2})
+    c.call("memory.write", {"address": "0xB8000", "data_base64": "QUJDRA=="})
+    page = c.call("video.history.read")
+    assert page["lost_events"] == 2 and page["first_available_sequence"] == 3
+    assert c.error("video.history.read", {"cursor": 0})["data"]["reason"] == "CURSOR_EXPIRED"
+    assert c.error("video.history.read", {"history_id": "video-9"})["data"]["reason"] == \
+        "NOT_FOUND"
+    assert c.error("video.history.read", {"limit": 4097})["data"]["reason"] == "LIMIT_EXCEEDED"

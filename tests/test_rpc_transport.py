@@ -241,7 +241,8 @@ PARAM_ONLY_DEFS = {"number", "address", "address_object", "video_selection",
                    "keyboard_event", "breakpoint_spec", "predicate_spec", "empty"}
 # where the contract itself says null
 NULLABLE = {("session.status", "/properties/last_stop/anyOf/1"),
-            ("hardware.trace.read", "/properties/next_cursor/anyOf/1")}
+            ("hardware.trace.read", "/properties/next_cursor/anyOf/1"),
+            ("video.history.read", "/properties/next_cursor/anyOf/1")}
 
 
 def test_result_schemas_are_closed():
