@@ -9,7 +9,9 @@ The machine runs on its own thread (viewers_common.MachineThread) as under
 the launcher; every wall time is a ceiling, never an assertion.
 """
 
+import base64
 import io
+import json
 import socket
 import struct
 import subprocess
@@ -594,3 +596,80 @@ def test_viewers_listen_on_localhost_only_by_default(rig_factory):
     assert rig.frontends.vnc.listener.getsockname()[0] == "127.0.0.1"
     assert rig.frontends.telnet.listener.getsockname()[0] == "127.0.0.1"
 
+
+
+class Rpc:
+    """JSON lines to the RPC port of a running pypc."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=CEILING_S)
+        self.file = self.sock.makefile("rw")
+        self.next_id = 0
+
+    def __call__(self, method, **params):
+        self.next_id += 1
+        self.file.write(json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": method,
+                                    "params": params}) + "\n")
+        self.file.flush()
+        reply = json.loads(self.file.readline())
+        assert "result" in reply, reply
+        return reply["result"]
+
+    def close(self):
+        self.sock.close()
+
+
+def test_with_rpc_on_the_viewers_are_view_only_and_follow_rpc_changes(tmp_path):
+    """``pypc run --rpc-port 0 --vnc-port P --telnet-port Q``: keys typed in
+    vncdotool and in the telnet client never reach the guest (a second of
+    emulated time later, read through the RPC, the prompt has nothing after
+    it); a memory write through the RPC while the machine is paused reaches
+    both viewers (the VNC update is one tile)."""
+    import pyte
+    from test_telnet import TelnetClient
+    vnc_port, telnet_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        pypc_command() + ["run", "--headless", "--speed", "1", "--rpc-port", "0",
+                          "--vnc-port", str(vnc_port), "--telnet-port", str(telnet_port),
+                          "--floppy", floppy(tmp_path / "e.img", ECHO_BOOT), "--timeout", "600"],
+        env=pypc_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    c = rpc = tn = None
+    try:
+        line = proc.stderr.readline()
+        assert line.startswith("pypc: JSON-RPC on 127.0.0.1:"), line
+        rpc = Rpc(int(line.rsplit(":", 1)[1]))
+        assert wait_for(lambda: _listening(telnet_port) and _listening(vnc_port))
+        tn = TelnetClient(telnet_port)
+        screen = pyte.Screen(80, 25)
+        stream = pyte.ByteStream(screen)
+        assert tn.read_until(stream, lambda: any(ECHO_PROMPT.strip() in r for r in screen.display))
+        c = connect(vnc_port)
+        capture(c)
+        for key in "ab":
+            c.keyPress(key)
+        capture(c)                                  # the key events are handled by now
+        tn.send(b"cd" + bytes((255, 253, 24)))
+        assert tn.read_until(stream, lambda: (252, 24) in tn.options)
+        start = rpc("state.get_registers")["clock"]
+        assert wait_for(lambda: rpc("state.get_registers")["clock"] > start + CPU_HZ)
+        rows = rpc("video.text")["text"]
+        prompt = [r for r in rows if ECHO_PROMPT.strip() in r]
+        assert prompt == [ECHO_PROMPT.strip()], rows
+
+        rpc("execution.pause")
+        before = capture(c, incremental=False)
+        rpc("memory.write", address=0xB8000 + 20 * 160,
+            data_base64=base64.b64encode(bytes((0x41, 0x1F, 0x42, 0x1F))).decode())
+        after = capture(c, incremental=True)
+        assert last_rects(c) == [(0, 160, 16, 16)]
+        assert not np.array_equal(before, after)
+        assert tn.read_until(stream, lambda: screen.display[20].startswith("AB"))
+    finally:
+        for closer in (tn, rpc):
+            if closer is not None:
+                closer.close()
+        if c is not None and proc.poll() is None:
+            c.disconnect()
+        proc.kill()
+        proc.wait()
