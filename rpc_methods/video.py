@@ -4,6 +4,8 @@ RAM and decoded text).  ``video.history.*`` lives in ``video_history``."""
 
 import collections
 
+import numpy as np
+
 from pypc_core import hookimpl
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
@@ -70,13 +72,28 @@ def snapshot(ctl, params):
     page = video.text_page()
     text_bytes = "\n".join(page["text"]).encode("utf-8")
     components = {"vram": video.vram_bytes(), "text": text_bytes}
+    extra = {}
+    planes = getattr(video, "planes", None)
+    if planes is not None:                      # VGA: plane 2 fonts, graphics planes
+        planes = np.asarray(planes).reshape(4, -1)[:, :0x10000]
+        components["font"] = planes[2].tobytes()
+        mode = page["graphics_mode"]
+        if mode == 0x12:
+            components["graphics_vram"] = planes.tobytes()
+            extra["graphics_vram_layout"] = "planes_0_to_3_concatenated"
+        elif mode == 0x13:
+            idx = np.arange(0x10000)
+            components["graphics_vram"] = planes[idx & 3, idx & 0xFFFC].tobytes()
+            extra["graphics_vram_layout"] = "chain4_guest_order"
+        if hasattr(video, "cursor"):
+            extra["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
     snaps = _snapshots(ctl)
     snap_id = f"snap-{snaps['next']}"
     snaps["next"] += 1
     snaps["items"][snap_id] = components
     while len(snaps["items"]) > RETAINED_SNAPSHOTS:
         snaps["items"].popitem(last=False)
-    return {
+    out = {
         "snapshot_id": snap_id,
         "state_revision": ctl.revision,
         "captured_ticks": ctl.machine.clock(),
@@ -89,6 +106,11 @@ def snapshot(ctl, params):
         "text": {"byte_count": len(text_bytes), "sha256": sha256(text_bytes)},
         "vram": {"byte_count": len(components["vram"]), "sha256": sha256(components["vram"])},
     }
+    for name in ("font", "graphics_vram"):
+        if name in components:
+            out[name] = {"byte_count": len(components[name]), "sha256": sha256(components[name])}
+    out.update(extra)
+    return out
 
 
 def snapshot_read(ctl, params):

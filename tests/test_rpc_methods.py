@@ -632,3 +632,42 @@ def test_video_history_rejections(c):
     assert c.error("video.history.read", {"history_id": "video-9"})["data"]["reason"] == \
         "NOT_FOUND"
     assert c.error("video.history.read", {"limit": 4097})["data"]["reason"] == "LIMIT_EXCEEDED"
+
+
+def test_vga_snapshot_has_the_font_and_graphics_planes():
+    f = RpcFixture(plugins=["vga"])
+    try:
+        c = f.client()
+        c.call("execution.pause")
+        snap = c.call("video.snapshot")
+        assert snap["adapter"] == "VGA" and snap["vram"]["byte_count"] == 32768
+        assert snap["font"]["byte_count"] == 65536 and "graphics_vram" not in snap
+        assert "cursor" in snap
+        font = c.call("video.snapshot.read", {"snapshot_id": snap["snapshot_id"],
+                                              "component": "font", "length": 65536})
+        assert font["component_sha256"] == snap["font"]["sha256"]
+        assert c.call("video.text")["adapter"] == "VGA"
+        # mode 13h through the card's own BIOS: INT 10h AX=0013h at a boundary
+        code = bytes([0xB8, 0x13, 0x00, 0xCD, 0x10, 0xB8, 0x00, 0xA0, 0x8E, 0xC0,
+                      0x26, 0xC6, 0x06, 0x05, 0x00, 0x2A,      # mov byte es:[5], 2Ah
+                      0xEB, 0xFE])
+        c.call("memory.write", {"address": 0x20000,
+                                "data_base64": base64.b64encode(code).decode()})
+        r = c.call("state.get")
+        c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
+                                       "expected": {"cs": r["segments"]["cs"], "ip": r["ip"]},
+                                       "set": {"cs": 0x2000, "ip": 0}})
+        c.call("breakpoints.create", {"address": {"space": "segmented", "segment": 0x2000,
+                                                  "offset": 16}})
+        op = c.call("execution.continue")["operation_id"]
+        assert c.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})[
+            "stop_reason"]["kind"] == "breakpoint"
+        snap = c.call("video.snapshot")
+        assert snap["video_mode"] == 0x13
+        assert snap["graphics_vram_layout"] == "chain4_guest_order"
+        data = c.call("video.snapshot.read", {"snapshot_id": snap["snapshot_id"],
+                                              "component": "graphics_vram", "offset": 0,
+                                              "length": 8})
+        assert base64.b64decode(data["data_base64"])[5] == 0x2A
+    finally:
+        f.close()
