@@ -5,6 +5,7 @@ within 1 %; silence without a beep; the same run gives the same samples
 PIT model's own; bad --audio paths are one-line errors.
 """
 
+import shutil
 import subprocess
 import wave
 
@@ -134,3 +135,37 @@ def test_vectorised_levels_agree_with_the_pit_model(mode, count):
 
 def test_pit_rate():
     assert abs(PIT_HZ - 1_193_182) < 1
+
+
+def test_live_playback_through_a_host_player(tmp_path, monkeypatch):
+    """With a player program on PATH (here a stand-in ``aplay`` that writes
+    what it is given to a file) the speaker plays the same samples live as
+    it writes to the WAV; with none, live playback is quietly absent."""
+    from pypc_core.frontends import audio
+    monkeypatch.setattr(audio.LivePlayer, "_open_sounddevice", lambda self, rate: False)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    heard = tmp_path / "heard.raw"
+    player = bin_dir / "aplay"
+    player.write_text(f"#!/bin/sh\nexec {shutil.which('cat')} > '{heard}'\n")
+    player.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    live = audio.LivePlayer()
+    assert live.available
+    wav = tmp_path / "beep.wav"
+    m = Machine(MachineConfig(plugins=plugins_with("cga"),
+                              floppy_a=floppy(tmp_path / "beep.img", beep_boot(1193))))
+    try:
+        m.run_for(CPU_HZ)                            # booted: the beep is on
+        speaker = audio.Speaker(m, [audio.WavSink(str(wav)), live])
+        m.run_for(int(0.3 * CPU_HZ))               # 26 kB of samples: less than a pipe holds
+        speaker.close()
+    finally:
+        m.close()
+    live._proc.wait(timeout=30)
+    samples = read_wav(wav)
+    assert samples.any()
+    assert heard.read_bytes() == samples.astype("<i2").tobytes()
+
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert not audio.LivePlayer().available
