@@ -364,3 +364,24 @@ def test_built_in_dos_machine_round_trip_and_reference_refuses_host_folders(tmp_
     assert m2.screen_contains("1 File(s)")
     m.close()
     m2.close()
+
+
+def test_command_line_load_snapshot_brings_its_disks(tmp_path):
+    img = tmp_path / "c.img"
+    data = hdd_image(img, 9)
+    snap = tmp_path / "s.zip"
+    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--turbo",
+            "--plugins", "cga"]
+    first = subprocess.run(base + ["--hdd", str(img), "--cow", "--timeout", "1",
+                                   "--save-snapshot", str(snap)],
+                           capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(base + ["--cow", "--timeout", "0.5", "--load-snapshot", str(snap)],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    restored = tmp_path / "s.zip.disks" / "disk0-C.img"
+    assert restored.read_bytes() == data == img.read_bytes()
+    clash = subprocess.run(base + ["--timeout", "0.5", "--load-snapshot", str(snap)],
+                           capture_output=True, text=True, timeout=600)
+    assert clash.returncode == 2 and "already exists" in clash.stderr
+    assert clash.stdout == ""

@@ -47,6 +47,18 @@ def import_bundle(machine, path, disk_root=None, expected_sha256=None, reference
     ref_paths = I.verify_references(bundle, refs, progress)
     paths = I.materialize(bundle, disk_root, ref_paths, progress,
                           keep_overlay=I.cow_indices(machine, bundle))
+    install_bundle(machine, bundle, paths, preserve_breakpoints, check=False)
+    return bundle
+
+
+def install_bundle(machine, bundle, paths, preserve_breakpoints=True, check=True,
+                   check_source=True):
+    """Install a checked :class:`Bundle` whose disks are already written at
+    ``paths`` (``{index: path}``; ``pypc run --load-snapshot`` writes them
+    before it builds the machine on them)."""
+    from . import install as I
+    if check:
+        I.check_fits(machine, bundle, check_source=check_source)
     new_disks = I.open_disks(machine, bundle, paths)
     I.install(machine, bundle, new_disks)
     if not preserve_breakpoints:
@@ -54,7 +66,7 @@ def import_bundle(machine, path, disk_root=None, expected_sha256=None, reference
     trace = getattr(machine, "trace", None)
     if trace is not None and trace.active:
         trace.stop()
-    return bundle
 
 
-__all__ = ["SnapshotError", "Bundle", "open_bundle", "export_bundle", "import_bundle"]
+__all__ = ["SnapshotError", "Bundle", "open_bundle", "export_bundle", "import_bundle",
+           "install_bundle"]

@@ -1,7 +1,8 @@
 """``pypc run`` options for snapshots and input recordings:
 
 ``--load-snapshot FILE``      start from a bundle (disks go to ``--snapshot-disk-root``,
-                              default ``FILE.disks``, a new directory)
+                              default ``FILE.disks``, a new directory; without drive
+                              options the machine gets the bundle's drives)
 ``--save-snapshot FILE``      write a bundle when the run ends (a new file)
 ``--snapshot-disk-mode MODE`` how ``--save-snapshot`` keeps disks (auto, embed, reference,
                               reference-files)
@@ -22,7 +23,8 @@ def add_arguments(parser):
     g.add_argument("--load-snapshot", metavar="FILE",
                    help="start from this machine bundle (made by --save-snapshot or "
                         "machine.snapshot.export) instead of powering on; give the same "
-                        "--plugins and drives as the machine that saved it")
+                        "--plugins as the machine that saved it (and its drives, or none: "
+                        "then the bundle's disks are the drives)")
     g.add_argument("--snapshot-disk-root", metavar="DIR",
                    help="new directory for the disks of --load-snapshot "
                         "(default: FILE.disks)")
@@ -69,13 +71,48 @@ def check(args):
             if value:
                 raise PypcError(f"--replay replays the recorded session to its end; "
                                 f"{option} cannot be added to it")
+    if load is not None and not (args.floppy or args.floppy_b or args.hdd):
+        _prepare_drives(args)           # last: it writes the new disk directory
+
+
+def _prepare_drives(args):
+    """``--load-snapshot`` without drive options: check the bundle and write
+    its disks now, so the machine is built with them (its drives are the
+    bundle's, in the --readonly/--cow mode asked for)."""
+    from . import install as I
+    from . import open_bundle
+    from .progress import terminal_progress
+    path = args.load_snapshot
+    bundle = open_bundle(path, progress=terminal_progress(os.path.getsize(path)))
+    if not bundle.disks:
+        args.snapshot_prepared = (bundle, {})
+        return
+    root = getattr(args, "snapshot_disk_root", None) or path + ".disks"
+    progress = terminal_progress(sum(d["size"] for d in bundle.disks))
+    refs = I.verify_references(bundle, {}, progress)
+    cow = bool(getattr(args, "cow", False) or getattr(args, "cow_dir", None))
+    paths = I.materialize(bundle, root, refs, progress,
+                          keep_overlay={d["index"] for d in bundle.disks} if cow else ())
+    for d in bundle.disks:
+        attr = {"A": "floppy", "B": "floppy_b", "C": "hdd"}.get(d["drive"])
+        if attr is None:
+            raise PypcError(f"--load-snapshot: drive {d['drive']}: has no command-line "
+                            f"option; give the drives yourself")
+        setattr(args, attr, paths[d["index"]])
+        if attr == "hdd":
+            args.hdd_geometry = tuple(d["geometry"])
+    args.snapshot_prepared = (bundle, paths)
 
 
 def before_run(machine, args):
     """Load the snapshot and start recording or replaying (after the
     machine is built, before it runs)."""
     load = getattr(args, "load_snapshot", None)
-    if load is not None:
+    prepared = getattr(args, "snapshot_prepared", None)
+    if prepared is not None:
+        from . import install_bundle
+        install_bundle(machine, *prepared)
+    elif load is not None:
         root = getattr(args, "snapshot_disk_root", None) or load + ".disks"
         machine.load(load, disk_root=root if machine.disks else None)
     if getattr(args, "record", None):

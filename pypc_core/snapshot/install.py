@@ -246,6 +246,10 @@ def open_disks(machine, bundle, paths):
         for d in bundle.disks:
             drive = B.LETTER_DRIVES[d["drive"]]
             live = machine.disks[drive]
+            if live.path is not None and os.path.abspath(live.path) == \
+                    os.path.abspath(paths[d["index"]]):
+                new[drive] = live       # built on the restored file already (pypc run)
+                continue
             geometry = tuple(d["geometry"]) if d["kind"] == "hdd" else None
             new[drive] = DiskImage(paths[d["index"]], kind=d["kind"], mode=live.mode,
                                    geometry=geometry)
@@ -254,15 +258,20 @@ def open_disks(machine, bundle, paths):
                                     f"{new[drive].geometry}, the bundle says {d['geometry']}",
                                     "geometry")
     except DiskImageError as exc:
-        for disk in new.values():
-            disk.close()
+        _close_new(machine, new)
         raise SnapshotError(f"a restored disk cannot be opened: {exc}", "disk_open",
                             "io") from None
     except BaseException:
-        for disk in new.values():
-            disk.close()
+        _close_new(machine, new)
         raise
     return new
+
+
+def _close_new(machine, disks, old=None):
+    live = list((old if old is not None else machine.disks).values())
+    for disk in disks.values():
+        if not any(disk is o for o in live):
+            disk.close()
 
 
 def install(machine, bundle, new_disks):
@@ -289,8 +298,7 @@ def install(machine, bundle, new_disks):
         machine.disks.clear()
         machine.disks.update(old_disks)
         machine.set_state(backup)
-        for disk in new_disks.values():
-            disk.close()
+        _close_new(machine, new_disks, old_disks)
         if isinstance(exc, SnapshotError):
             raise
         if isinstance(exc, Exception):
@@ -298,6 +306,8 @@ def install(machine, bundle, new_disks):
                                 f"unchanged", "state") from None
         raise
     for disk in old_disks.values():
+        if any(disk is n for n in new_disks.values()):
+            continue
         try:
             disk.close()
         except Exception:
