@@ -254,7 +254,14 @@ class Controller:
         now = time.perf_counter()
         keep = []
         for req, park in self.parked:
-            ready = park.check()
+            try:
+                ready = park.check()
+            except Exception as exc:       # a bug in a handler: report it, keep serving
+                self._reply_error(req, {"code": INTERNAL_ERROR,
+                                        "message": f"{req.method} failed: "
+                                                   f"{type(exc).__name__}: {exc}",
+                                        "data": {"reason": "INTERNAL_ERROR"}})
+                continue
             if ready is not None:
                 self._reply(req, ready)
             elif now >= park.deadline:
