@@ -257,6 +257,7 @@ def test_huge_json(live, good):
 
 @pytest.mark.parametrize("where, value, check", [
     (("machine", "devices", "pic", "irr"), "lots", "state_type"),
+    (("machine", "devices", "pic", "irr"), 10 ** 30, "state_range"),
     (("machine", "devices", "pit", "channels"), {"a": 1}, "state_type"),
     (("machine", "interrupts_taken"), [1, 2], "state_type"),
     (("machine", "devices", "keyboard", "fifo"), {"$t": ["x"]}, "state_type"),

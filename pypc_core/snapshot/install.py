@@ -89,6 +89,8 @@ def check_shape(value, like, path="state", exact=None, depth=0):
                             f"{_kind(like)}", "state_type")
     if value is None or like is None:
         return
+    if _kind(value) == "integer" and not -(1 << 63) <= value < (1 << 64):
+        raise SnapshotError(f"{path}: {value} is out of any register's range", "state_range")
     if isinstance(like, np.ndarray):
         if value.dtype != like.dtype or value.shape != like.shape:
             raise SnapshotError(f"{path}: an array of {value.dtype}{list(value.shape)} where "
