@@ -14,7 +14,7 @@ import collections
 from pypc_core import hookimpl
 from pypc_core.cpu import state as S
 from pypc_core.rpc import params as P
-from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import cycles_to_ns
 
 MAX_CAPACITY = 65536

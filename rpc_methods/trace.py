@@ -13,7 +13,7 @@ from pypc_core import hookimpl
 from pypc_core.cpu import state as S
 from pypc_core.rpc import params as P
 from pypc_core.rpc.controller import flags_text
-from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.errors import invalid
 
 MAX_EVENTS = 65536
 DEFAULT_EVENTS = 256

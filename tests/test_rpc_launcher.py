@@ -2,7 +2,6 @@
 a client holding the launcher's machine paused, Ctrl-C, a port in use,
 --no-rpc."""
 
-import json
 import os
 import signal
 import socket

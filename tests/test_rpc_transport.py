@@ -12,7 +12,7 @@ import pytest
 from pypc_core import rpc
 from pypc_core.rpc import schemas as rpc_schemas
 from pypc_core.rpc.server import MAX_LINE, RpcServerError, collect_methods
-from rpc_client import Client, RpcFixture
+from rpc_client import RpcFixture
 
 
 @pytest.fixture(scope="module")

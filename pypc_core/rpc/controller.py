@@ -27,7 +27,7 @@ import time
 
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
-from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from .errors import INTERNAL_ERROR, RpcError, not_found, not_paused
 from .stops import check_at_boundary, contract_stop, cycles_to_ns
 
 MAX_OPERATIONS = 256
@@ -195,12 +195,11 @@ class Controller:
 
     def _drop_predicate(self, op):
         if op.predicate is not None:
-            meta = self.bp_meta.pop(op.predicate, None)
+            self.bp_meta.pop(op.predicate, None)
             try:
                 self.machine.breakpoints.remove(op.predicate)
             except Exception:
                 pass                        # a one-shot predicate removed itself
-            del meta
 
     def make_stop(self, kind, **fields):
         stop = {"kind": kind}
