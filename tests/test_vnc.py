@@ -512,6 +512,7 @@ def one_line_error(proc, *words):
     (["--vnc-port", "7000", "--telnet-port", "7000"], ["--telnet-port", "--vnc-port", "differ"]),
     (["--vnc-port", "2301"], ["--vnc-port", "--rpc-port", "2301"]),
     (["--telnet-port", "7001", "--rpc-port", "7001"], ["--telnet-port", "--rpc-port"]),
+    (["--vnc-port", "2301", "--telnet-port", "2301", "--rpc-port", "0"], ["differ"]),
     (["--vnc-port", "0"], ["outside 1-65535"]),
     (["--vnc-port", "70000"], ["outside 1-65535"]),
     (["--telnet-port", "x23"], ["not a port"]),
@@ -673,3 +674,14 @@ def test_with_rpc_on_the_viewers_are_view_only_and_follow_rpc_changes(tmp_path):
             c.disconnect()
         proc.kill()
         proc.wait()
+
+
+def test_port_rules_in_process():
+    from pypc_core.errors import PypcError
+    frontends.check_args(viewer_args(vnc_port=2301, rpc_port=0))        # RPC on a free port
+    frontends.check_args(viewer_args(vnc_port=2301, no_rpc=True))       # no RPC at all
+    frontends.check_args(viewer_args(vnc_port=5902, telnet_port=2300))  # the contract's ports
+    for bad in (viewer_args(vnc_port=2301), viewer_args(vnc_port=2301, rpc_port=None),
+                viewer_args(telnet_port=5000, vnc_port=5000, no_rpc=True)):
+        with pytest.raises(PypcError):
+            frontends.check_args(bad)

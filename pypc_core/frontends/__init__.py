@@ -75,8 +75,10 @@ def check_args(args):
         ports.append(("--telnet-port", telnet))
     if vnc is not None:
         ports.append(("--vnc-port", vnc))
-    if ports and rpc_enabled(args):
-        ports.append(("--rpc-port", getattr(args, "rpc_port", None) or DEFAULT_RPC_PORT))
+    rpc_port = getattr(args, "rpc_port", None)
+    rpc_port = DEFAULT_RPC_PORT if rpc_port is None else rpc_port
+    if ports and rpc_enabled(args) and rpc_port:         # (0: the RPC picks a free port)
+        ports.append(("--rpc-port", rpc_port))
     for i, (name_a, a) in enumerate(ports):
         for name_b, b in ports[i + 1:]:
             if a == b:
