@@ -3,7 +3,9 @@
 hash, frame hash, whole-state hash), and a child-process entry point that
 loads a bundle into a fresh machine and runs it:
 
-    python tests/snapshot_support.py BUNDLE SHA256 FRAMES PLUGIN[,PLUGIN...] [DISK_ROOT]
+    python tests/snapshot_support.py BUNDLE SHA256 FRAMES PLUGIN[,PLUGIN...] [DISK_ROOT [CONFIG]]
+
+(CONFIG: JSON of more MachineConfig fields, e.g. the drives.)
 """
 
 import hashlib
@@ -63,8 +65,9 @@ def fingerprint(m):
 
 def main(argv):
     bundle, digest, frames, plugins = argv[:4]
-    disk_root = argv[4] if len(argv) > 4 else None
-    m = Machine(MachineConfig(plugins=plugins.split(",")))
+    disk_root = argv[4] if len(argv) > 4 and argv[4] else None
+    config = json.loads(argv[5]) if len(argv) > 5 else {}
+    m = Machine(MachineConfig(plugins=plugins.split(","), **config))
     try:
         m.load(bundle, disk_root=disk_root, expected_sha256=digest, progress=None)
         run_frames(m, int(frames))

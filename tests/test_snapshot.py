@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 from pypc_core.cpu import state as S
+from pypc_core.machine import Machine, MachineConfig
 from pypc_core.snapshot import SnapshotError, open_bundle
 from pypc_core.snapshot.replay import state_sha256
 
@@ -38,8 +39,9 @@ def test_the_committed_guest_matches_its_source(tmp_path):
         assert out.read_bytes() == fh.read()
 
 
-def round_trip(m, tmp_path, plugins, frames=FRAMES):
-    """Export ``m``, import the bundle in a fresh process and run ``frames``
+def round_trip(m, tmp_path, plugins, frames=FRAMES, config=None):
+    """Export ``m``, import the bundle in a fresh process (a machine with
+    ``plugins`` and ``config``; disks to a new directory) and run ``frames``
     frames there; run ``m`` the same frames here; both fingerprints."""
     before = state_sha256(m)
     for attempt in range(3):
@@ -48,7 +50,8 @@ def round_trip(m, tmp_path, plugins, frames=FRAMES):
         assert state_sha256(m) == before            # exporting changes nothing
         child = subprocess.run(
             [sys.executable, os.path.join(HERE, "snapshot_support.py"), path, out["sha256"],
-             str(frames), ",".join(plugins)],
+             str(frames), ",".join(plugins), str(tmp_path / f"disks{attempt}"),
+             json.dumps(config or {})],
             capture_output=True, text=True, timeout=600, cwd=HERE)
         # the bundle is refused if a source file changed in between (the
         # contract's source hash): only a working tree being edited does that
@@ -385,3 +388,54 @@ def test_command_line_load_snapshot_brings_its_disks(tmp_path):
                            capture_output=True, text=True, timeout=600)
     assert clash.returncode == 2 and "already exists" in clash.stderr
     assert clash.stdout == ""
+
+
+BOOT = bytes([0xB8, 0x4F, 0x0E, 0xCD, 0x10,      # mov ax, 0E4Fh / int 10h    'O'
+              0xB0, 0x4B, 0xCD, 0x10,            # mov al, 'K'   / int 10h
+              0xEB, 0xFE])                       # jmp $
+
+
+def boot_floppy(path):
+    img = bytearray(1_474_560)
+    img[:len(BOOT)] = BOOT
+    img[510:512] = b"\x55\xAA"
+    path.write_bytes(bytes(img))
+
+
+@pytest.mark.skipif(not plugin_available("fdc"), reason="no floppy controller card installed")
+def test_round_trip_while_the_floppy_controller_reads_the_boot_sector(tmp_path):
+    boot_floppy(tmp_path / "boot.img")
+    boot_floppy(tmp_path / "other.img")
+    plugins = ["cga", "fdc"]
+    m = Machine(MachineConfig(plugins=plugins, floppy_a=str(tmp_path / "boot.img"), cow=True))
+    for _ in range(2000):                     # into the boot, during a command's execution
+        m.run_for(T.CPU_HZ // 1000)
+        if m.clock() > T.CPU_HZ // 4 and m.devices["fdc"].get_state()["phase"] == "exec":
+            break
+    assert m.devices["fdc"].get_state()["phase"] == "exec"          # mid-command
+    assert not m.screen_contains("OK")
+    ours, theirs = round_trip(m, tmp_path, plugins, frames=40,
+                              config={"floppy_a": str(tmp_path / "other.img"), "cow": True})
+    assert ours == theirs
+    assert m.screen_contains("OK")                                   # the boot went on
+    m.close()
+
+
+@pytest.mark.skipif(not plugin_available("fdc"), reason="no floppy controller card installed")
+def test_floppy_boot_round_trips_at_every_stage_in_process(tmp_path):
+    boot_floppy(tmp_path / "boot.img")
+    boot_floppy(tmp_path / "other.img")
+    m = T.make_machine(["cga", "fdc"], floppy_a=str(tmp_path / "boot.img"), cow=True)
+    m2 = Machine(MachineConfig(plugins=["cga", "fdc"], floppy_a=str(tmp_path / "other.img"),
+                               cow=True))
+    for k in range(8):                        # 0.5 s of boot, every 1/16 s
+        m.run_for(T.CPU_HZ // 16)
+        out = m.save(str(tmp_path / f"b{k}.zip"), progress=None)
+        m2.load(out["path"], disk_root=str(tmp_path / f"d{k}"), progress=None)
+        cp = m.checkpoint()
+        T.run_frames(m, 3)
+        T.run_frames(m2, 3)
+        assert T.fingerprint(m2) == T.fingerprint(m), k
+        m.restore(cp)
+    m.close()
+    m2.close()
