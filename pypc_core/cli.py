@@ -114,6 +114,10 @@ def add_run_arguments(parser):
     g.add_argument("--floppy", metavar="IMAGE", help="floppy image for drive A:")
     g.add_argument("--floppy-b", metavar="IMAGE", help="floppy image for drive B:")
     g.add_argument("--hdd", metavar="IMAGE", help="hard-disk image (drive C:)")
+    g.add_argument("--host-dir", metavar="DIR",
+                   help="a host directory as a FAT disk built on the fly (a 1.44M floppy in "
+                        "the first free drive of A:/B:, or a FAT16 hard disk C: when bigger); "
+                        "guest changes are written back when pypc ends (not with --cow/--readonly)")
     g.add_argument("--hdd-geometry", type=_geometry, metavar="C,H,S",
                    help="hard-disk geometry (default: guessed from the image size)")
     mode = g.add_mutually_exclusive_group()

@@ -31,6 +31,7 @@ def config_from_args(args):
         plugins=[p for p in args.plugins.split(",") if p],
         floppy_a=args.floppy, floppy_b=args.floppy_b, hdd=args.hdd,
         hdd_geometry=args.hdd_geometry, readonly=args.readonly,
+        host_dir=getattr(args, "host_dir", None),
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
         plugin_manager=getattr(args, "plugin_manager", None), options=args,

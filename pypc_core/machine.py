@@ -43,6 +43,7 @@ class MachineConfig:
     hdd: str = None
     hdd_geometry: tuple = None
     readonly: bool = False
+    host_dir: str = None                   # a host directory as a FAT disk (storage.hostdir)
     cow: bool = False
     cow_dir: str = None                    # with cow: keep the overlays in DIR/NAME.cow
     bios: str = None                       # a third-party BIOS image instead of ours
@@ -173,9 +174,24 @@ class Machine:
                                              cow_file=side_file(cfg.hdd))
         except DiskImageError as exc:
             raise MachineError(str(exc)) from exc
+            if cfg.host_dir:
+                self._open_host_dir(mode)
 
     def _build_plugins(self):
         pm = self.config.plugin_manager
+    def _open_host_dir(self, mode):
+        from .storage.hostdir import HostDirDisk
+        disk = HostDirDisk(self.config.host_dir, mode=mode)
+        slots = (0x00, 0x01) if disk.is_floppy else (0x80,)
+        free = [d for d in slots if d not in self.disks]
+        if not free:
+            disk.close()
+            raise MachineError(f"--host-dir {self.config.host_dir}: no free drive for it "
+                               f"({'A: and B:' if disk.is_floppy else 'C:'} are taken)")
+        self.disks[free[0]] = disk
+        if free[0] == 0x01:
+            self.floppy_drives = 2
+
         if pm is None:
             from .plugins import PluginManager
             pm = PluginManager()
@@ -214,7 +230,7 @@ class Machine:
         self.equipment = Equipment.from_declarations(
             [d.declaration for d in self.devices.values()], self.floppy_drives,
             cfg.memory_kib)
-        if (cfg.floppy_a or cfg.floppy_b) and not self.equipment.floppy_drives:
+        if any(d < 0x80 for d in self.disks) and not self.equipment.floppy_drives:
             raise MachineError("a floppy image needs the floppy controller card: "
                                "add fdc to --plugins (e.g. --plugins cga,fdc)")
         self.ppi.sw1 = switch_byte(self.equipment.floppy_drives, self.equipment.video_switch(),
