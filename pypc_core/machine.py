@@ -42,8 +42,8 @@ class MachineConfig:
     floppy_b: str = None
     hdd: str = None
     hdd_geometry: tuple = None
-    readonly: bool = False
     host_dir: str = None                   # a host directory as a FAT disk (storage.hostdir)
+    readonly: bool = False
     cow: bool = False
     cow_dir: str = None                    # with cow: keep the overlays in DIR/NAME.cow
     bios: str = None                       # a third-party BIOS image instead of ours
@@ -172,13 +172,11 @@ class Machine:
                 self.disks[0x80] = DiskImage(cfg.hdd, kind="hdd", mode=mode,
                                              geometry=cfg.hdd_geometry,
                                              cow_file=side_file(cfg.hdd))
-        except DiskImageError as exc:
-            raise MachineError(str(exc)) from exc
             if cfg.host_dir:
                 self._open_host_dir(mode)
+        except DiskImageError as exc:
+            raise MachineError(str(exc)) from exc
 
-    def _build_plugins(self):
-        pm = self.config.plugin_manager
     def _open_host_dir(self, mode):
         from .storage.hostdir import HostDirDisk
         disk = HostDirDisk(self.config.host_dir, mode=mode)
@@ -192,6 +190,8 @@ class Machine:
         if free[0] == 0x01:
             self.floppy_drives = 2
 
+    def _build_plugins(self):
+        pm = self.config.plugin_manager
         if pm is None:
             from .plugins import PluginManager
             pm = PluginManager()
