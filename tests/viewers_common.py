@@ -12,7 +12,7 @@ import socket
 import threading
 import time
 
-from pypc_core.machine import CPU_HZ, Machine, MachineConfig
+from pypc_core.machine import CPU_HZ, MachineConfig
 
 CEILING_S = 60.0
 FLOPPY_360K = 368640
