@@ -439,3 +439,29 @@ def test_floppy_boot_round_trips_at_every_stage_in_process(tmp_path):
         m.restore(cp)
     m.close()
     m2.close()
+
+
+def test_host_directory_disks_are_refused_by_bundles_and_kept_by_checkpoints(tmp_path):
+    hostdir = pytest.importorskip("pypc_core.storage.hostdir")
+    folder = tmp_path / "share"
+    folder.mkdir()
+    (folder / "A.TXT").write_bytes(b"host file\r\n")
+    m = T.make_machine()
+    try:
+        disk = hostdir.HostDirDisk(str(folder), mode="rw", kind="hdd")
+    except TypeError:
+        pytest.skip("HostDirDisk has another constructor")
+    m.disks[0x80] = disk
+    for mode in ("auto", "embed", "reference", "reference-files"):
+        with pytest.raises(SnapshotError) as exc:
+            m.save(str(tmp_path / f"{mode}.zip"), disk_mode=mode, progress=None)
+        assert exc.value.check == "host_mount"
+    assert not any(p.name.endswith(".zip") for p in tmp_path.iterdir())
+    cp = m.checkpoint()
+    before = disk.read_sectors(0, 4)
+    disk.write_sectors(0, bytes(2048))
+    m.restore(cp)
+    assert disk.read_sectors(0, 4) == before
+    del m.disks[0x80]
+    disk.close()
+    m.close()

@@ -1,9 +1,9 @@
 """In-memory checkpoints: ``Machine.checkpoint()`` / ``Machine.restore(cp)``.
 
 A checkpoint is ``Machine.get_state()`` (CPU, memory, devices, copy-on-write
-overlays, firmware) plus, for every drive written in place (``rw``), a copy
-of the image, so restoring also takes back what the guest wrote to a disk
-since.  Restoring keeps the host session's debugger words (breakpoints,
+overlays, firmware) plus, for every drive written in place (``rw``) and every
+writable disk held in memory (a host directory's FAT image), a copy of the
+image, so restoring also takes back what the guest wrote to a disk since.  Restoring keeps the host session's debugger words (breakpoints,
 traces), like a bundle import."""
 
 import copy
@@ -29,10 +29,16 @@ class Checkpoint:
         return f"<Checkpoint at cycle {self.clock}>"
 
 
+def _copied(disk):
+    """Drives whose bytes a checkpoint copies: those written in place, and
+    disks held in memory (a host directory's FAT image) unless read-only."""
+    return disk.mode == "rw" or (not hasattr(disk, "_raw_read") and disk.mode != "readonly")
+
+
 def take(machine):
     images = {}
     for drive, disk in machine.disks.items():
-        if disk.mode == "rw":
+        if _copied(disk):
             images[drive] = b"".join(guest_chunks(disk))
     return Checkpoint(machine.get_state(), images, B.configuration(machine), machine.clock())
 
@@ -47,7 +53,7 @@ def restore(machine, cp):
                             + "; ".join(diffs), "configuration", "config")
     for drive, data in cp.disk_images.items():
         disk = machine.disks[drive]
-        if disk.mode != "rw" or disk.size != len(data):
+        if not _copied(disk) or disk.size != len(data):
             raise SnapshotError(f"drive {drive:#04x} is not the disk the checkpoint saw",
                                 "configuration", "config")
     words = keep_host_words(machine)

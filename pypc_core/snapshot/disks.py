@@ -19,9 +19,21 @@ def overlay_of(disk):
     return {int(k): base64.b64decode(v) for k, v in disk.get_state()["overlay"].items()}
 
 
+def is_host_mount(disk):
+    """A drive that is not an image file but a host directory presented as
+    a disk (``--host-dir``)."""
+    return not hasattr(disk, "_raw_read") or (
+        disk.path is not None and os.path.isdir(disk.path))
+
+
 def guest_chunks(disk, overlay=None):
     """The whole image as the guest sees it (overlay applied), in chunks of
     at most :data:`CHUNK` bytes."""
+    if not hasattr(disk, "_raw_read"):                 # a disk held in memory only
+        data = disk.to_bytes()
+        for off in range(0, len(data), CHUNK):
+            yield data[off:off + CHUNK]
+        return
     overlay = overlay_of(disk) if overlay is None else overlay
     sectors = disk.size // SECTOR_SIZE
     step = CHUNK // SECTOR_SIZE

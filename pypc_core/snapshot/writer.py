@@ -13,7 +13,7 @@ import zipfile
 from .. import __version__
 from . import bundle as B
 from . import codec
-from .disks import base_chunks, encode_overlay, overlay_of
+from .disks import base_chunks, encode_overlay, is_host_mount, overlay_of
 from .errors import SnapshotError
 
 
@@ -54,6 +54,12 @@ def plan_disks(machine, disk_mode):
         raise SnapshotError("disk_mode reference refuses host mounts: the built-in DOS "
                             "serves host folders (use embed or reference-files)",
                             "host_mount", "unsupported")
+    for drive in drives:
+        if is_host_mount(machine.disks[drive]):
+            letter = B.DRIVE_LETTERS.get(drive, f"{drive:02X}")
+            raise SnapshotError(f"drive {letter}: is a host directory presented as a disk; "
+                                f"machine bundles do not capture host-directory disks (their "
+                                f"files and write-back state)", "host_mount", "unsupported")
     total = sum(machine.disks[d].size for d in drives)
     plan = []
     for index, drive in enumerate(drives):
