@@ -104,8 +104,8 @@ def add_run_arguments(parser):
         help="add the game port (two analog sticks at 201h): --plugins ...,gameport")
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
-                   help="no window: the screen is only read through RPC, "
-                        "--until-text and --screenshot")
+                   help="no live view: run until --until-text appears or --timeout "
+                        "passes (default: 60 emulated seconds), then print the text screen")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=_positive_float, metavar="X",
@@ -119,7 +119,9 @@ def add_run_arguments(parser):
                         "the first free drive of A:/B:, or a FAT16 hard disk C: when bigger); "
                         "guest changes are written back when pypc ends (not with --cow/--readonly)")
     g.add_argument("--hdd-geometry", type=_geometry, metavar="C,H,S",
-                   help="hard-disk geometry (default: guessed from the image size)")
+                   help="hard-disk geometry (default: from the image's MBR partition "
+                        "table, else from the BPB of its FAT boot sector, else guessed "
+                        "from its size)")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--readonly", action="store_true",
                       help="never write to the disk images")
@@ -145,7 +147,9 @@ def add_run_arguments(parser):
     g.add_argument("--until-text", metavar="TEXT",
                    help="stop (exit 0) as soon as TEXT appears on the screen")
     g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
-                   help="stop (exit 1) after SECONDS of emulated time")
+                   help="stop after SECONDS of emulated time (headless default: 60); the "
+                        "exit status is 0, or 1 when --until-text was given and its text "
+                        "did not appear")
     g.add_argument("--screenshot", metavar="PNG",
                    help="save a screenshot to PNG when the run stops")
     from .dos.launch import add_arguments as add_dos_arguments
@@ -169,18 +173,26 @@ LIVE_KEYS_HELP = (
     "(kill -INT) ends any run with exit status 128 + its number (130).")
 
 
+SCREENSHOT_HELP = ("Boot headless and unpaced (3 emulated seconds unless --timeout or "
+                   "--until-text), print the text screen and write the screen to PNG. "
+                   "Every option of 'pypc run' applies.")
+
+
 def build_parser():
     parser = _Parser(
         prog="pypc",
         description="An IBM PC/XT (8088) emulator. Without a subcommand, 'run' is assumed.",
-        epilog="pypc screenshot PNG [run options]: boot headless and unpaced (3 emulated "
-               "seconds unless --timeout or --until-text) and write the screen to PNG.")
+        epilog="pypc screenshot PNG [run options]: " + SCREENSHOT_HELP)
     parser.add_argument("--version", action="version", version=f"pypc {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="build and run a machine (default)",
                          description="Build an XT with the selected device plugins and run it.",
                          epilog=LIVE_KEYS_HELP)
     add_run_arguments(run)
+    shot = sub.add_parser("screenshot", help="boot headless and unpaced, write the screen to a PNG",
+                          usage="pypc screenshot PNG [run options]",
+                          description=SCREENSHOT_HELP)
+    shot.add_argument("png", metavar="PNG", help="the PNG file to write (a name ending in .png)")
     plugins = sub.add_parser("plugins", help="list discovered plugins",
                              description="List the plugins found through entry points "
                                          "(groups pypc.devices and pypc.rpc_methods).")
@@ -196,6 +208,8 @@ def _normalise_argv(argv):
         return ["run"]
     first = argv[0]
     if first == "screenshot":
+        if len(argv) >= 2 and argv[1] in ("-h", "--help"):
+            return argv                     # the screenshot subparser prints its help
         if len(argv) < 2 or argv[1].startswith("-"):
             raise PypcError("usage: pypc screenshot PNG [run options]")
         rest = argv[2:]

@@ -70,6 +70,9 @@ def check_args(args):
         folder = os.path.dirname(os.path.abspath(args.screenshot))
         if os.path.isdir(args.screenshot):
             raise PypcError(f"--screenshot {args.screenshot!r} is a directory, not a PNG file")
+        if not args.screenshot.lower().endswith(".png"):
+            raise PypcError(f"--screenshot {args.screenshot!r}: a screenshot is a PNG file; "
+                            f"give a name ending in .png")
         if not os.path.isdir(folder):
             raise PypcError(f"--screenshot {args.screenshot!r}: no such directory {folder!r}")
     if not args.headless and not (sys.stdin.isatty() and sys.stdout.isatty()):

@@ -27,6 +27,7 @@ from .cpu import state as S
 from .debugger import BreakpointError, BreakpointTable, Stop, Trace
 from .device import CAP_VIDEO, Device
 from .errors import PypcError
+from .storage.image import count_bytes
 from .scancodes import text_to_scancodes
 from .scheduler import CPU_HZ, Scheduler
 
@@ -154,7 +155,8 @@ class Machine:
             _check_distinct_images([("A:", cfg.floppy_a), ("B:", cfg.floppy_b),
                                     ("C:", cfg.hdd)])
         if cfg.cow_dir is not None and not os.path.isdir(cfg.cow_dir):
-            raise MachineError(f"{cfg.cow_dir}: the copy-on-write directory does not exist")
+            problem = "is not a directory" if os.path.exists(cfg.cow_dir) else "does not exist"
+            raise MachineError(f"{cfg.cow_dir}: the copy-on-write directory {problem}")
 
         def side_file(path):
             if cfg.cow_dir is None or mode != "cow":
@@ -248,7 +250,8 @@ class Machine:
             image = _read_file(cfg.bios, "BIOS image")
             if len(image) not in (8192, 16384, 32768, 65536):
                 raise MachineError(
-                    f"{cfg.bios}: a BIOS image must be 8, 16, 32 or 64 KiB, not {len(image)} bytes")
+                    f"{cfg.bios}: a BIOS image must be 8, 16, 32 or 64 KiB, "
+                    f"not {count_bytes(len(image))}")
             if cfg.dos is not None:
                 raise MachineError("the built-in DOS runs on the built-in BIOS, not with --bios")
             self.memory.map_rom(0x100000 - len(image), image, owner="bios")

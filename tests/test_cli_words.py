@@ -44,3 +44,70 @@ def test_no_plugins_live_is_an_error(tmp_path):
     assert text.startswith("pypc: error: ") and "no display" in text
     assert "--headless" in text
     assert "\x1b[?1049h" not in text            # the live view never started
+
+
+# -- help that says what happens --------------------------------------------------------
+
+def help_text(tmp_path, *args):
+    proc = pypc(*args, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    return " ".join(proc.stdout.split())
+
+
+def test_run_help_matches_the_behaviour(tmp_path, hello):
+    text = help_text(tmp_path, "run", "--help")
+    timeout = text[text.index("--timeout SECONDS stop"):]
+    assert "0, or 1 when --until-text was given" in timeout
+    assert "headless default: 60" in timeout
+    geometry = text[text.index("--hdd-geometry C,H,S hard-disk"):][:200]
+    assert geometry.index("MBR") < geometry.index("BPB") < geometry.index("size")
+    headless = text[text.index("--headless no live view"):]
+    assert "60 emulated seconds" in headless[:200]
+    # what the help says: --timeout alone ends with 0, with --until-text unmet 1
+    assert pypc("run", "--headless", "--turbo", "--floppy", hello, "--timeout", "1",
+                cwd=tmp_path).returncode == 0
+    assert pypc("run", "--headless", "--turbo", "--floppy", hello, "--timeout", "1",
+                "--until-text", "NEVER SHOWN", cwd=tmp_path).returncode == 1
+
+
+def test_screenshot_command_has_help_and_is_listed(tmp_path):
+    text = help_text(tmp_path, "screenshot", "--help")
+    assert text.startswith("usage: pypc screenshot PNG [run options]")
+    assert "3 emulated seconds" in text
+    main = help_text(tmp_path, "--help")
+    commands = main[main.index("COMMAND"):]
+    assert "screenshot" in commands and "run" in commands and "plugins" in commands
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x", "x.png.txt"])
+def test_screenshot_must_be_a_png_name(tmp_path, hello, name):
+    proc = pypc("screenshot", name, "--floppy", hello, cwd=tmp_path)
+    assert_one_line_error(proc, repr(name), ".png")
+    assert not (tmp_path / name).exists()
+    proc = pypc("run", "--headless", "--turbo", "--floppy", hello, "--screenshot", name,
+                cwd=tmp_path)
+    assert_one_line_error(proc, "--screenshot", ".png")
+    assert not (tmp_path / name).exists()
+
+
+def test_cow_dir_that_is_a_file(tmp_path, hello):
+    (tmp_path / "overlays").write_text("not a folder")
+    before = sha(hello)
+    proc = pypc("run", "--headless", "--turbo", "--floppy", hello, "--cow-dir", "overlays",
+                "--timeout", "1", cwd=tmp_path)
+    line = assert_one_line_error(proc, "overlays", "is not a directory")
+    assert "does not exist" not in line
+    assert sha(hello) == before and (tmp_path / "overlays").read_text() == "not a folder"
+
+
+def test_one_byte_is_one_byte(tmp_path, hello):
+    (tmp_path / "one.img").write_bytes(b"\x00")
+    proc = pypc("run", "--headless", "--turbo", "--floppy", tmp_path / "one.img",
+                cwd=tmp_path)
+    line = assert_one_line_error(proc, "one.img", "1 byte")
+    assert "1 bytes" not in line
+    (tmp_path / "one.bin").write_bytes(b"\xea")
+    proc = pypc("run", "--headless", "--turbo", "--bios", tmp_path / "one.bin",
+                "--floppy", hello, cwd=tmp_path)
+    line = assert_one_line_error(proc, "one.bin", "not 1 byte")
+    assert "1 bytes" not in line

@@ -389,7 +389,7 @@ def test_two_option_roms_at_one_segment(tmp_path, hello):
     (["--type", "caf\u00e9"], ["--type", "\u00e9"]),
     (["--readonly", "--cow"], ["--readonly", "--cow"]),
     # no video plugin: nothing could show the text asked for
-    (["--plugins", "", "--until-text", "OK"], ["--until-text", "video plugin"]),
+    (["--plugins", "fdc", "--until-text", "OK"], ["--until-text", "video plugin"]),
     (["--screenshot", "nosuchdir/x.png"], ["--screenshot", "nosuchdir"]),
     (["--nosuch-option"], ["--nosuch-option"]),
 ])

@@ -99,6 +99,11 @@ class DiskRangeError(DiskImageError):
     """A sector address outside the image/geometry (BIOS status 04h)."""
 
 
+def count_bytes(n):
+    """``"1 byte"``, ``"2 bytes"``: a size for a message."""
+    return f"{n} byte" if n == 1 else f"{n} bytes"
+
+
 def parse_geometry(text):
     """``"615,4,17"`` -> ``(615, 4, 17)``; a clear error otherwise."""
     try:
@@ -269,7 +274,8 @@ class DiskImage:
             raise DiskImageError(f"{what} {label!r} is empty")
         if size % SECTOR_SIZE:
             raise DiskImageError(
-                f"{what} {label!r}: unknown size {size} bytes (not a whole number of 512-byte sectors)")
+                f"{what} {label!r}: unknown size {count_bytes(size)} "
+                f"(not a whole number of 512-byte sectors)")
         self.size = size
         total = size // SECTOR_SIZE
         if geometry is not None:
@@ -288,7 +294,8 @@ class DiskImage:
             if fmt is None:
                 known = ", ".join(f"{name} ({n} bytes)" for n, (*_x, name) in FLOPPY_FORMATS.items())
                 raise DiskImageError(
-                    f"{what} {label!r}: unknown size {size} bytes (known floppy sizes: {known})")
+                    f"{what} {label!r}: unknown size {count_bytes(size)} "
+                    f"(known floppy sizes: {known})")
             c, h, s = fmt[:3]
             self.geometry_source = "size"
         else:
@@ -305,7 +312,7 @@ class DiskImage:
             c = min(total // (h * s), MAX_CYLINDERS)
             if c < 1:
                 raise DiskImageError(
-                    f"{what} {label!r}: too small ({size} bytes) for a hard disk; "
+                    f"{what} {label!r}: too small ({count_bytes(size)}) for a hard disk; "
                     f"give --hdd-geometry")
         self.cylinders, self.heads, self.sectors = c, h, s
         self.total_sectors = c * h * s
