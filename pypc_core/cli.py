@@ -4,11 +4,12 @@
 * ``pypc plugins [--json]``   -- discovered plugins, what they claim, their hooks
 * ``pypc run [options] [PROGRAM]`` -- build and run a machine (the default
   subcommand: ``pypc --plugins vga`` means ``pypc run --plugins vga``)
+* ``pypc screenshot PNG [run options]`` -- boot headless, write the screen to PNG
 
 User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
-shows the traceback instead); ``pypc run`` hands its parsed options, with
-``args.plugin_manager`` (plugins selected and registered), to
-``pypc_core.launcher.run(args)``.
+prints the traceback before that line; the status stays 2); ``pypc run``
+hands its parsed options, with ``args.plugin_manager`` (plugins selected and
+registered), to ``pypc_core.launcher.run(args)``.
 """
 
 import argparse
@@ -325,8 +326,11 @@ def main(argv=None):
         sys.stderr.write("pypc: interrupted\n")
         return 130
     except Exception as exc:
-        if not _is_user_error(exc) or os.environ.get("PYPC_DEBUG"):
+        if not _is_user_error(exc):
             raise
+        if os.environ.get("PYPC_DEBUG"):
+            import traceback
+            traceback.print_exc()           # the traceback, and still exit 2
         sys.stderr.write(f"pypc: error: {_one_line(exc)}\n")
         return EXIT_USAGE
 

@@ -111,3 +111,20 @@ def test_one_byte_is_one_byte(tmp_path, hello):
                 "--floppy", hello, cwd=tmp_path)
     line = assert_one_line_error(proc, "one.bin", "not 1 byte")
     assert "1 bytes" not in line
+
+
+# -- PYPC_DEBUG -----------------------------------------------------------------------------
+
+def test_pypc_debug_adds_the_traceback_and_keeps_exit_2(tmp_path):
+    import subprocess
+    from test_launcher import no_rpc, pypc_command, pypc_env
+    env = dict(pypc_env(), PYPC_DEBUG="1")
+    proc = subprocess.run(pypc_command() + no_rpc(["run", "--headless", "--floppy",
+                                                   str(tmp_path / "nosuch.img")]),
+                          cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=CEILING_S)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[-1].startswith("pypc: error: ") and "nosuch.img" in lines[-1]
+    assert proc.stdout == ""

@@ -16,11 +16,27 @@ import pytest
 from pypc_core.machine import Machine, MachineConfig
 
 IMAGES = os.environ.get("PYPC_DOS_IMAGES")
-paths = sorted(Path(IMAGES).glob("*.img")) if IMAGES else []
 
 
-@pytest.mark.skipif(not IMAGES, reason="set PYPC_DOS_IMAGES to a folder of DOS boot floppies")
-@pytest.mark.parametrize("image", paths, ids=[p.name for p in paths])
+def find_images(setting):
+    """(images, why there are none) for a PYPC_DOS_IMAGES value."""
+    if not setting:
+        return [], "set PYPC_DOS_IMAGES to a folder of DOS boot floppies"
+    folder = Path(setting).expanduser()
+    if not folder.is_dir():
+        what = "not a folder" if folder.exists() else "no such folder"
+        return [], f"PYPC_DOS_IMAGES={setting!r}: {what}"
+    found = sorted(folder.glob("*.img"))
+    if not found:
+        return [], f"PYPC_DOS_IMAGES={setting!r}: no *.img files in that folder"
+    return found, None
+
+
+paths, SKIP_REASON = find_images(IMAGES)
+
+
+@pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
+@pytest.mark.parametrize("image", paths or [None], ids=[p.name for p in paths] or ["none"])
 def test_boot_to_prompt_and_dir(image):
     before = hashlib.sha256(image.read_bytes()).hexdigest()
     with Machine(MachineConfig(floppy_a=str(image), cow=True)) as m:
@@ -39,3 +55,14 @@ def test_boot_to_prompt_and_dir(image):
         rows = [r.rstrip() for r in m.screen_text()]
         assert "hello pypc" in rows, "\n".join(rows)
     assert hashlib.sha256(image.read_bytes()).hexdigest() == before
+
+
+def test_the_skip_says_why(tmp_path):
+    """A missing folder, a file, an empty folder: each skip reason says which."""
+    (tmp_path / "file.img").write_bytes(b"")
+    (tmp_path / "empty").mkdir()
+    assert find_images(None)[1].startswith("set PYPC_DOS_IMAGES")
+    assert find_images(str(tmp_path / "nosuch"))[1].endswith("no such folder")
+    assert find_images(str(tmp_path / "file.img"))[1].endswith("not a folder")
+    assert "no *.img files" in find_images(str(tmp_path / "empty"))[1]
+    assert find_images(str(tmp_path)) == ([tmp_path / "file.img"], None)
