@@ -1,13 +1,17 @@
 """Intel 8237A DMA controller with the XT page registers.
 
 Ports 00h-07h: channel 0-3 address / count (through the byte flip-flop);
-08h command (write) / status (read: TC bits 0-3, cleared by the read, and
-request bits 4-7); 09h request; 0Ah single mask bit; 0Bh mode; 0Ch clear the
-flip-flop; 0Dh master clear (write) / temporary register (read); 0Eh clear
-all mask bits; 0Fh write all mask bits.  Page registers: 87h channel 0,
-83h channel 1, 81h channel 2, 82h channel 3 (address bits 16-19).
+08h command (write; only bit 2, controller disable, has an effect) / status
+(read: TC bits 0-3, cleared by the read, and request bits 4-7); 09h request
+(shown in the status; it starts no transfer by itself); 0Ah single mask bit;
+0Bh mode; 0Ch clear the flip-flop; 0Dh master clear (write) / temporary
+register (read: 00h, as memory-to-memory transfers, the only ones that fill
+it, are not emulated); 0Eh clear all mask bits; 0Fh write all mask bits; the
+other reads return FFh.  Page registers: 87h channel 0, 83h channel 1, 81h
+channel 2, 82h channel 3 (address bits 16-19).
 
-Devices (the floppy controller) move data with ``transfer``: the direction
+Devices (the floppy controller) move data with ``transfer`` when they are
+ready, whatever the mode's demand/single/block bits (6-7) say: the direction
 comes from the channel's mode, exactly as on the bus.  Addresses advance (or
 go down, mode bit 5) inside the 64 KiB page set by the page register; they
 wrap within the page as on the real chip.  At terminal count the status bit
@@ -19,7 +23,9 @@ period) is a DREQ0, and an unmasked channel 0 makes one transfer per edge
 current address and count move, terminal count sets status bit 0 and an
 auto-initialising channel reloads, exactly where a POST test looks.  The
 transfers are counted lazily from the cycle counter when the DMA ports are
-accessed, never per edge.
+accessed, never per edge; the count starts at the first DMA port access after
+counter 1 runs periodically (or changes its period), and edges while channel
+0 is masked are dropped, as the masked channel ignores them.
 """
 
 from ..device import Device, DeviceDeclaration

@@ -5,10 +5,15 @@ OCW1; reads IMR).  The XT BIOS programs it with ICW1=13h (edge, single, ICW4),
 ICW2=08h (vectors 08h-0Fh), ICW4=09h (8086 mode, buffered).
 
 Interrupt inputs are edge triggered unless ICW1 selected level mode: an input
-going low->high latches its IRR bit, which stays set until the CPU
-acknowledges it (lowering the input does not withdraw a latched request; the
-input must go low again before it can make another edge).  In level mode IRR
-follows the inputs.
+going low->high sets its IRR bit (an input that is already high must go low
+before it can make another edge).  As on the 8259A the request follows its
+input until the CPU acknowledges it, in edge mode too: an input that falls
+before the INTA withdraws its request (``lower_irq``), and an INTA that then
+finds nothing gets IR7's vector with ISR untouched.  ``pulse_irq`` is an edge
+whose fall the machine has already passed: that request stays latched until
+acknowledged.  In level mode the acknowledge leaves IRR alone: it follows
+the input.  The vectors are always the 8086 ones (ICW2 | IRQ); ICW3 is kept
+but a single PIC has no cascade to use it.
 
 The INT output (``intr_pending()``) is reported through ``on_intr_change``
 whenever it changes, so the machine can drive the CPU's INTR line;
