@@ -5,7 +5,6 @@ edge c//4 + 1.
 """
 
 import json
-import time
 
 import pytest
 
@@ -138,11 +137,12 @@ def test_irq0_latched_when_scheduler_visits_only_event_cycles():
         out(m, 0x20, 0x20)
 
 
-def test_advance_is_constant_time_and_count_is_exact():
+def test_far_jumps_count_exactly():
+    """Jumps of up to 10^12 cycles land on the exact count (how fast they
+    are is benchmarks/benchmark_units.py's business)."""
     m, pit = make()
     out(m, 0x43, 0x36)
     out(m, 0x40, 0x00, 0x00)              # loaded on edge 1
-    t0 = time.perf_counter()
     expected_rises = [0]
     prev = 0
     for c in (10**9, 10**10, 10**12, 10**12 + 4 * 40000):
@@ -158,7 +158,6 @@ def test_advance_is_constant_time_and_count_is_exact():
         assert pit.output(0) == (p < 32768)
         e = pit.next_event()
         assert e > c and (e // 4 - 1) % 65536 == 0
-    assert time.perf_counter() - t0 < 0.5
     assert m.pic.rises() == expected_rises
 
 
