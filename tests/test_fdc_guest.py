@@ -45,3 +45,19 @@ def test_committed_binary_matches_source(tmp_path):
     if not find_nasm():
         pytest.skip("nasm not installed")
     assert assemble("fdcfmt", str(tmp_path / "fdcfmt.bin")) == program_bytes("fdcfmt")
+
+
+def test_a_reset_in_the_middle_of_a_floppy_read_starts_afresh(tmp_path):
+    from tests.guest import run_until
+    boot = program_image(tmp_path, "fdcfmt")
+    blank = os.path.join(str(tmp_path), "blank.img")
+    with open(blank, "wb") as fh:
+        fh.write(bytes(IMAGE_360K))
+    with Machine(MachineConfig(floppy_a=boot, floppy_b=blank, cow=True,
+                               plugins=["cga", "fdc"])) as m:
+        assert run_until(m, lambda mm: "boot" in mm.bios.disk.pending, 2.0)
+        m.run_seconds(0.3)                              # the motor is spinning up
+        assert m.bios.disk.pending
+        m.reset()                                       # Ctrl-Alt-Del's cold cousin
+        assert run_to_done(m, 240.0), "\n".join(m.screen_text())
+        assert slots(m, 1)[0] == 1                      # it booted and formatted B:

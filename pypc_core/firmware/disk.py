@@ -223,7 +223,9 @@ class DiskService(Service):
             self._send(0x03, self._dpt(0), self._dpt(1))
 
     def post_reset(self):
-        """POST: reset the controller (when there is one)."""
+        """POST: forget operations a reset interrupted; reset the controller
+        (when there is one)."""
+        self.pending.clear()
         if self.floppy_count():
             self.mem.wb(BDA_FD_RECAL, 0)
             self._fdc_reset()
