@@ -61,3 +61,33 @@ def test_a_reset_in_the_middle_of_a_floppy_read_starts_afresh(tmp_path):
         m.reset()                                       # Ctrl-Alt-Del's cold cousin
         assert run_to_done(m, 240.0), "\n".join(m.screen_text())
         assert slots(m, 1)[0] == 1                      # it booted and formatted B:
+
+
+def test_a_program_driving_the_controller_itself(tmp_path):
+    """fdcport.asm: DOR, recalibrate, seek, format with 1 KiB sectors, write,
+    read ID, read back by DMA, and the no-data error, all through the ports."""
+    boot = program_image(tmp_path, "fdcport")
+    blank = os.path.join(str(tmp_path), "blank.img")
+    with open(blank, "wb") as fh:
+        fh.write(bytes(IMAGE_360K))
+    with Machine(MachineConfig(floppy_a=boot, floppy_b=blank, cow=True,
+                               plugins=["cga", "fdc"])) as m:
+        assert run_to_done(m, 60.0), "\n".join(m.screen_text())
+        s = slots(m, 4)
+        res = [bytes(m.memory.read(0x700 + 8 * k, 7)) for k in range(5)]
+    assert s[0] == 0x0021 and s[1] == 0x0521           # ST0 21h: seek end, drive 1
+    assert res[0][:3] == b"\x01\x00\x00"                # format: normal termination
+    assert res[1] == bytes([0x01, 0, 0, 5, 0, 0x43, 3])  # write 42h: TC, next is 43h
+    assert res[2][:3] == b"\x01\x00\x00" and res[2][3] == 5 and res[2][6] == 3   # an ID
+    assert 0x41 <= res[2][5] <= 0x44
+    assert res[3] == bytes([0x01, 0, 0, 5, 0, 0x43, 3])  # read 41h-42h
+    assert res[4][:3] == bytes([0x41, 0x04, 0x00])      # sector 1: no data
+    assert s[2] == 0 and s[3] == 0x80                   # the data, and the MSR at rest
+    with open(blank, "rb") as fh:
+        assert fh.read() == bytes(IMAGE_360K)           # --cow: the image is untouched
+
+
+def test_committed_port_program_matches_source(tmp_path):
+    if not find_nasm():
+        pytest.skip("nasm not installed")
+    assert assemble("fdcport", str(tmp_path / "fdcport.bin")) == program_bytes("fdcport")
