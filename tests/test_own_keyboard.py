@@ -43,12 +43,11 @@ def test_type_reaches_a_guest_with_its_own_keyboard_driver(tmp_path, ownkbd):
 def test_the_guest_takes_over_int_09h(ownkbd, tmp_path):
     from guest import program_image
     with Machine(MachineConfig(floppy_a=ownkbd)) as m:
-        m.run_seconds(0.5)
-        assert "OWN KEYBOARD DRIVER" in m.screen_text()[0]
+        assert m.run_until_text("OWN KEYBOARD DRIVER", 20), m.screen_text()
         assert guest_drives_keyboard(m)
     keyboard_guest = program_image(tmp_path, "keyboard")     # INT 16h through the BIOS
     with Machine(MachineConfig(floppy_a=keyboard_guest)) as m:
-        m.run_seconds(0.5)
+        assert m.run_until_text("KEYBOARD TEST", 20), m.screen_text()
         assert not guest_drives_keyboard(m)
 
 
