@@ -143,10 +143,7 @@ class GamePort(Device):
         if self.oneshot is None:
             self._expiry, self._fires, self._last = expiry, fires, last
             return
-        io, base = self.oneshot.io, self.oneshot.base
-        from pypc_core.cpu.state import O_FIRES, O_LAST
-        io[base + O_FIRES] = fires
-        io[base + O_LAST] = last
+        self.oneshot.set_fires(fires, last)
         for i in range(4):
             self.oneshot.set_expiry(i, expiry[i])
         self._publish_durations()

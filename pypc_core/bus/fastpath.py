@@ -171,6 +171,11 @@ class OneShot(FastPort):
     def last_fire(self):
         return int(self.io[self.base + O_LAST])
 
+    def set_fires(self, fires, last_fire):
+        """Restore the fire count and the cycle of the last fire (snapshots)."""
+        self.io[self.base + O_FIRES] = int(fires)
+        self.io[self.base + O_LAST] = int(last_fire)
+
     def read(self, cycle):
         v = self.constant_bits
         for i in range(self.count):
