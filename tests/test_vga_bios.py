@@ -233,7 +233,8 @@ def test_text_memory_is_the_first_window(m):
     assert m.video.vram_bytes()[:2] == b"p\x07"          # "pypc built-in XT BIOS"
 
 
-@pytest.mark.parametrize("mode", [0x03, 0x01, 0x04, 0x06, 0x0D, 0x0E, 0x10, 0x12, 0x13])
+@pytest.mark.parametrize("mode", [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0D, 0x0E, 0x10,
+                                  0x12, 0x13])
 def test_text_page_follows_the_rpc_schema(m, mode):
     from pypc_core.rpc.schemas import SchemaSet, load_method_schemas
     docs = load_method_schemas()
@@ -295,3 +296,16 @@ def test_a_bios_that_knows_no_vga_still_shows_text(tmp_path):
         lit = m.video.frame(8)[0:16, 0:8].any(axis=2)      # frame 8: cursor off
         assert lit.tolist() == [[bool(glyph[y] & (0x80 >> x)) for x in range(8)]
                                 for y in range(16)]
+
+
+def test_mode_number_follows_the_registers_over_the_bios_data_area(m):
+    call(m, ax=0x0002)
+    assert m.video.text_page()["graphics_mode"] == 2
+    # the guest reprograms the card for 256 colours behind the BIOS's back
+    for port, value in ((0x3C4, 4), (0x3C5, 0x0E), (0x3CE, 6), (0x3CF, 0x05)):
+        m.ports.write(port, value)
+    m.ports.read(0x3DA)
+    m.ports.write(0x3C0, 0x30)
+    m.ports.write(0x3C0, 0x41)
+    assert m.memory.read_byte(0x449) == 2
+    assert m.video.mode_number() == 0x13

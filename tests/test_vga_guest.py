@@ -110,7 +110,7 @@ def test_int10_results(int10):
 def test_int10_text_modes_0_to_2(int10, phase, mode, columns, size):
     r = int10[phase]
     assert r["resolution"] == size and r["page"]["columns"] == columns
-    assert r["page"]["graphics_mode"] == (1 if columns == 40 else 3)
+    assert r["page"]["graphics_mode"] == mode           # 0 and 2 from the BIOS data area
     assert r["text"][0] == f"MODE {mode}" and len(r["text"]) == 25
     glyph = FONT_8X16[ord("M") * 16:ord("M") * 16 + 16]
     cell = r["frame"][0:16, 0:9]

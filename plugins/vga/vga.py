@@ -93,6 +93,9 @@ TEXT_CHARS = tuple(" " if b < 0x20 else ("\u2302" if b == 0x7F else _CP437[b])
 
 _CGA_SHIFTS = np.array([6, 4, 2, 0], dtype=np.uint8)
 
+# BIOS modes with the register set of another (the colour-burst variants)
+_SAME_REGISTERS = {0: 1, 2: 3, 5: 4}
+
 
 class VGA(Device):
     declaration = DeviceDeclaration(
@@ -111,6 +114,7 @@ class VGA(Device):
     def __init__(self, clock=None):
         self.clock = clock if clock is not None else (lambda: 0)
         self._rasters = {}              # status port -> the board's raster primitive
+        self._board = None
         self.window = None              # the board's handler for A0000h-BFFFFh
         # registers the memory path needs, latches and planes: one buffer
         self.ctx, self.st, self.planes = planar.new_context()
@@ -125,6 +129,7 @@ class VGA(Device):
         the core too (``planar.port_handler``), map the data ROM at C0000h, and
         put the raster fast path on the status ports."""
         from .bios import rom_image
+        self._board = board
         self.clock = board.clock
         board.claim_ports(PORTS, read=self.port_read, write=self.port_write)
         handler = planar.window_handler()
@@ -506,10 +511,29 @@ class VGA(Device):
         return f"{w}x{h}x{self.colour_count()}"
 
     def mode_number(self):
-        """The BIOS mode the registers amount to (what ``video.text``
-        reports as ``graphics_mode`` for a VGA): 1/3 for 40/80-column text,
-        4, 6, 0Dh, 0Eh, 10h, 12h, 13h by picture and colours (unchained
-        256 colours, "mode X", counts as 13h); None for other layouts."""
+        """The BIOS mode of the display (what ``video.text`` reports as
+        ``graphics_mode`` for a VGA).  From the registers: 1/3 for 40/80-column
+        text, 4, 6, 0Dh, 0Eh, 10h, 12h, 13h by picture and colours (unchained
+        256 colours, "mode X", counts as 13h), None for other layouts.  The
+        registers cannot tell mode 0 from 1, 2 from 3 or 5 from 4 (they differ
+        only on a CGA's composite output); where the BIOS data area's mode
+        byte (0449h) is one of those and agrees with the registers, it is the
+        answer."""
+        derived = self._registers_mode()
+        bda = self._bda_mode()
+        if bda is not None and derived is not None and _SAME_REGISTERS.get(bda) == derived:
+            return bda
+        return derived
+
+    def _bda_mode(self):
+        if self._board is None:
+            return None
+        try:
+            return self._board.read_memory(0x449, 1)[0] & 0x7F
+        except Exception:        # a board without memory (tests)
+            return None
+
+    def _registers_mode(self):
         if not self.is_graphics():
             return 3 if self.crtc[1] + 1 >= 80 else 1
         size = self.resolution()
