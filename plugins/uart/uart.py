@@ -38,10 +38,11 @@ Compiled
     PIC (IER 0, OUT2 clear or loopback) the guest's accesses to the data,
     line and modem registers go to a compiled port handler inside the CPU
     loop and time is evaluated lazily, so a polled guest moves bytes with
-    no exit at all.  With interrupts on, every access exits to the Python
-    handlers (the same functions) and character events are scheduled, so
-    the IRQ line follows at the right cycle; the status registers are then
-    answered in the CPU from peeked values.
+    no exit at all.  With interrupts on, the registers whose accesses can
+    change an enabled interrupt exit to the Python handlers (the same
+    functions; the status registers are then answered in the CPU from
+    peeked values) and the character events of enabled interrupts are
+    scheduled, so the IRQ line follows at the right cycle.
 
 Outside loopback the modem inputs read as a connected, ready terminal:
 CTS, DSR and DCD set, RI clear.  In loopback (MCR bit 4) the outputs loop to
@@ -157,12 +158,26 @@ class Uart8250(Device):
 
     def _update(self):
         """After any change: the IRQ line, and which path the guest's
-        accesses take (compiled while no interrupt can reach the PIC)."""
+        accesses take.  A register stays on the compiled path unless an
+        access to it can change an interrupt that reaches the PIC: RBR/THR
+        with received-data or THR-empty interrupts on, IIR with THR-empty,
+        LSR with line status, MSR with modem status."""
         irq_mode = self._interrupts_reach_pic()
-        if irq_mode != self._irq_mode:
-            self._irq_mode = irq_mode
-            for prim in self._compiled:
-                if irq_mode:
+        key = (irq_mode, self.ier if irq_mode else 0)
+        if key != self._irq_mode:
+            self._irq_mode = key
+            ier = key[1]
+            python = set()
+            if ier & (F.IER_RX | F.IER_THRE):
+                python.add(F.RBR)
+            if ier & F.IER_THRE:
+                python.add(F.IIR)
+            if ier & F.IER_LS:
+                python.add(F.LSR)
+            if ier & F.IER_MS:
+                python.add(F.MSR)
+            for r, prim in zip(COMPILED_REGS, self._compiled):
+                if r in python:
                     prim.disable()
                 else:
                     prim.enable()
@@ -188,11 +203,17 @@ class Uart8250(Device):
 
     # -- time ------------------------------------------------------------------------
     def next_event(self):
+        """Character events that change an interrupt reaching the PIC (the
+        rest are evaluated when the guest or the host looks), and the TCP
+        bridge's poll."""
         due = []
-        if self._irq_mode:
-            d = int(F.next_due(self.st))
-            if d >= 0:
-                due.append(d)
+        if self._irq_mode and self._irq_mode[0]:
+            ier = self._irq_mode[1]
+            st = self.st
+            if ier & (F.IER_RX | F.IER_LS) and st[F.S_RX_DUE] >= 0:
+                due.append(int(st[F.S_RX_DUE]))
+            if ier & F.IER_THRE and st[F.S_TX_DUE] >= 0:
+                due.append(int(st[F.S_TX_DUE]))
         if self.host_poll_due is not None:
             due.append(self.host_poll_due)
         return min(due) if due else None
