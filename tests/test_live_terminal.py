@@ -229,15 +229,19 @@ def test_small_terminal_clips_without_wrapping_and_resize_redraws(tmp_path, tmux
     # 16 scan codes: 48 columns of "1E 9E 30 B0 ..." on guest row 1
     tmux("send-keys", "-t", "pypc", "-l", "abcdefgh")
     codes = "1E 9E 30 B0 2E AE 20 A0 12 92 21 A1 22 A2 23 A3"
-    rows = tmux.wait_for(lambda rows: rows[1].startswith(codes[:40]), "the scan codes")
+    # (what tmux shows is caught up once the status line is drawn below the row)
+    rows = tmux.wait_for(lambda rows: rows[1].startswith(codes[:40])
+                         and len(rows) >= 12 and rows[11].startswith(" pypc"),
+                         "the scan codes and the status line")
     assert rows[1] == codes[:40]                  # clipped at the 40th column ...
     assert rows[2].strip() == ""                  # ... and not wrapped onto the next row
     assert len([r for r in rows if r != ""]) <= 12
     assert rows[11].startswith(" pypc")           # the status line on the last row
     # a bigger terminal: everything is drawn again at once
     tmux("resize-window", "-t", "pypc", "-x", "100", "-y", "30")
-    rows = tmux.wait_for(lambda rows: len(rows) >= 30 and rows[1].rstrip() == codes,
-                         "the whole row after the resize")
+    rows = tmux.wait_for(lambda rows: len(rows) >= 30 and rows[1].rstrip() == codes
+                         and rows[29].startswith(" pypc"),
+                         "the whole row and the status line after the resize")
     assert rows[0].startswith("OWN KEYBOARD DRIVER")
     assert rows[29].startswith(" pypc") and "Ctrl-] q quits" in rows[29]
     assert all(r.strip() == "" for r in rows[2:25])
