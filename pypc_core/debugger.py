@@ -705,8 +705,9 @@ MAX_TRACE = 1 << 22
 
 
 class Trace:
-    """A bounded ring of executed instructions, written by the compiled
-    loop itself (``trace_record`` in the core): CS:IP, the instruction's
+    """A bounded ring of executed instructions, written by compiled code
+    (``run_traced`` in the core, which runs the core an instruction at a
+    time while a trace is on, so ``run`` itself carries no trace code): CS:IP, the instruction's
     bytes, the cycle it started at, optionally the registers before it and
     the memory and I/O effects it had.  Hardware interrupt entries are not
     instructions and are not recorded."""

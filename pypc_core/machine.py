@@ -522,11 +522,14 @@ class Machine:
         pc_before = cpu.pc
         try:
             while True:
-                if self._pause.is_set():
+                # (an IN that Python answered finishes first: stops fall
+                # on instruction boundaries)
+                answered_in = ctl[S.C_IO_READY] != 0
+                if self._pause.is_set() and not answered_in:
                     self._pause.clear()
                     return self._stop("pause")
                 now = int(ctl[S.C_CYCLES])
-                if now >= target:
+                if now >= target and not answered_in:
                     return self._stop("budget")
                 reason = cpu.run(sched.next_stop(min(target, now + self.SLICE_CYCLES)))
                 if self.memory.handler_error is not None:

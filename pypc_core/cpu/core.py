@@ -89,6 +89,8 @@ ST_HALT = 3       # executed HLT
 ST_INHIBIT = 4    # executed; interrupts are held off for one instruction
 ST_FAULT = 5      # an opcode this core does not decode (a bug): not executed
 ST_INT_BREAK = 6  # a software INT the debugger watches: not executed
+ST_STUCK = 7      # a whole segment of prefixes (see MAX_PREFIXES)
+OP_STUCK = 0x100  # the pseudo-opcode run() hands op_misc for that
 # A code segment made only of prefixes would keep the prefix loop going for
 # ever (the 8088 takes no interrupt between a prefix and its instruction, so
 # it really would spin).  After one full lap of the segment the core lets
@@ -1445,6 +1447,8 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         set_reg(regs, r8, reg, w, a)
         regs[IP] = ip
         return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
+    if op == OP_STUCK:
+        return 0, ST_STUCK
     # Every opcode is decoded above or in run(); reaching this line is a
     # decoding gap in this core, which Python reports (EXIT_FAULT) rather
     # than letting it run silently.  Nothing was executed: IP stays.
@@ -1512,6 +1516,18 @@ def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
+def in_at(mem, csb, ip):
+    """True when the instruction at CS:ip is an IN (after any prefixes)."""
+    for _ in range(16):
+        op = mem[(csb + ip) & M20]
+        if not (op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E or op == 0xF0
+                or op == 0xF1 or op == 0xF2 or op == 0xF3):
+            return op == 0xE4 or op == 0xE5 or op == 0xEC or op == 0xED
+        ip = (ip + 1) & 0xFFFF
+    return False
+
+
+@njit(**JIT)
 def io_watched(ctl, port, w, direction):
     """True when ``port`` (and ``port + 1`` for a word) meets a watched range
     for ``direction`` (1 read, 2 write): the access goes through Python,
@@ -1525,10 +1541,8 @@ def io_watched(ctl, port, w, direction):
 
 
 @njit(**JIT)
-def trace_record(regs, mem, ctl, eff, trc, mode, csb, ip, cycles):
-    """One trace record for the instruction at CS:ip (before it runs)."""
-    n = ctl[C_TRACE_N]
-    row = n % trc.shape[0]
+def trace_fill(regs, mem, ctl, trc, row, mode, csb, ip, cycles):
+    """Fill trace record ``row`` for the instruction at CS:ip (before it runs)."""
     trc[row, TR_CYCLES] = cycles
     trc[row, TR_CSIP] = ((csb >> 4) << 16) | ip
     b = np.int64(0)
@@ -1541,7 +1555,6 @@ def trace_record(regs, mem, ctl, eff, trc, mode, csb, ip, cycles):
                                      | (np.int64(regs[4 * k + 2]) << 32)
                                      | (np.int64(regs[4 * k + 3]) << 48))
     trc[row, TR_EFFECT] = ctl[C_EFFECTS]
-    ctl[C_TRACE_N] = n + 1
 
 
 # ---------------------------------------------------------------------------
@@ -1549,12 +1562,10 @@ def trace_record(regs, mem, ctl, eff, trc, mode, csb, ip, cycles):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
+def run(regs, mem, pf, xf, ctl, eff, pk, pio):
     """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*.
-    ``trc`` is the instruction trace ring (int64[capacity, TRACE_WORDS]),
-    written while C_TRACE is set."""
+    (It has no trace code at all: see ``run_traced``.)"""
     r8 = regs.view(np.uint8)
-    tracing = ctl[C_TRACE]
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
     insns = ctl[C_INSTRUCTIONS]
@@ -1586,6 +1597,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
                 cycles = deadline
                 exit_reason = EXIT_BUDGET
                 break
+        elif not in_at(mem, np.int64(regs[CS]) << 4, np.int64(regs[IP])):
+            # the answer was for an IN, but IP was moved meanwhile: void
+            ctl[C_IO_READY] = 0
+            continue
         csb = np.int64(regs[CS]) << 4
         ip0 = np.int64(regs[IP])
         pc = (csb + ip0) & M20
@@ -1601,8 +1616,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
                 else:
                     exit_reason = EXIT_BREAKPOINT
                     break
-        if tracing and not io_resume:
-            trace_record(regs, mem, ctl, eff, trc, tracing, csb, ip0, cycles)
         tf = regs[FLAGS] & F_TF
         # ---------------- prefixes ----------------
         ip = ip0
@@ -1613,8 +1626,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
         nprefix = 0
         while True:
             op = np.int64(mem[(csb + ip) & M20])
-            if nprefix >= MAX_PREFIXES:
-                break
             if op == 0x26 or op == 0x2E or op == 0x36 or op == 0x3E:
                 sov = np.int64(regs[8 + ((op >> 3) & 3)]) << 4
             elif op == 0xF2:
@@ -1629,12 +1640,9 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
             ip = (ip + 1) & 0xFFFF
             cyc += 2
             nprefix += 1
-        if nprefix >= MAX_PREFIXES:
-            # nothing but prefixes in the whole segment: stuck for good
-            # (see MAX_PREFIXES); the budget passes, IP stays
-            cycles = deadline
-            exit_reason = EXIT_BUDGET
-            break
+            if nprefix >= MAX_PREFIXES:
+                op = OP_STUCK        # (handled by op_misc, off the hot path)
+                break
         ip = (ip + 1) & 0xFFFF
         status = ST_OK
         # ---------------- hot families inline ----------------
@@ -1830,10 +1838,13 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
                 regs[IP] = ip0
                 exit_reason = EXIT_INT_BREAK
                 break
-        if io_resume:
-            # an answered IN was due here; if IP was moved meanwhile the
-            # instruction is another one and the answer is void
-            ctl[C_IO_READY] = 0
+            if status == ST_STUCK:
+                # nothing but prefixes in the whole segment: stuck for good
+                # (see MAX_PREFIXES); the budget passes, IP stays
+                regs[IP] = ip0
+                cycles = deadline
+                exit_reason = EXIT_BUDGET
+                break
         # ---------------- after the instruction ----------------
         cycles += cyc
         insns += 1
@@ -1863,3 +1874,38 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
     ctl[C_INHIBIT] = 1 if inhibit else 0
     ctl[C_EXIT] = exit_reason
     return exit_reason
+
+
+@njit(**JIT)
+def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
+    """``run`` one instruction at a time, writing a trace record (ring
+    ``trc``, int64[capacity, TRACE_WORDS]) for each instruction executed.
+
+    Used only while a trace is on: ``run`` itself carries no trace code, so
+    an idle trace costs the common path nothing (a record call inside the
+    big loop cost it about 10 %).  A record is kept when the instruction
+    ran: not for exits before it (breakpoint, trap, IRQ, an IN waiting for
+    Python), not for the resumed part of a REP string a slice paused, and
+    not for a step that began with an NMI entry."""
+    mode = ctl[C_TRACE]
+    user_steps = ctl[C_STEP]          # > 0: the caller asked for that many instructions
+    while True:
+        csb = np.int64(regs[CS]) << 4
+        ip = np.int64(regs[IP])
+        n = ctl[C_TRACE_N]
+        trace_fill(regs, mem, ctl, trc, n % trc.shape[0], mode, csb, ip, ctl[C_CYCLES])
+        insns = ctl[C_INSTRUCTIONS]
+        resumed = ctl[C_REP_RESUME] != 0
+        ctl[C_STEP] = 1
+        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
+        ran = ctl[C_INSTRUCTIONS] - insns
+        if ran == 1 and not resumed:
+            ctl[C_TRACE_N] = n + 1          # the record stands
+        if ran >= 1 and user_steps > 0:
+            user_steps -= 1
+            if user_steps == 0:
+                break
+        if reason != EXIT_STEP:
+            break
+    ctl[C_STEP] = user_steps
+    return reason

@@ -37,9 +37,12 @@ class Cpu:
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
         self.ctl[S.C_DEADLINE] = until_cycle
+        if self.ctl[S.C_TRACE]:
+            return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
+                                   self.ctl, self.effects, self.port_kind, self.port_io,
+                                   self.trace_buf)
         return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                        self.ctl, self.effects, self.port_kind, self.port_io,
-                        self.trace_buf)
+                        self.ctl, self.effects, self.port_kind, self.port_io)
 
     def step(self, record=False, budget=1 << 62):
         """Execute exactly one instruction (a whole REP string instruction
