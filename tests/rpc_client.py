@@ -53,7 +53,7 @@ class RpcFailure(Exception):
 
 
 class Client:
-    def __init__(self, port, schemas=None, timeout=60):
+    def __init__(self, port, schemas=None, timeout=300):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.file = self.sock.makefile("rb")
@@ -116,11 +116,22 @@ class Client:
             pass
 
 
+def warm_up_core():
+    """Compile (or load from numba's cache) the CPU core here, on a scratch
+    CPU, so a client's first request does not wait for a compilation
+    (about 25 s, far more on a loaded host) inside the machine thread."""
+    from pypc_core.cpu import Cpu
+    cpu = Cpu()
+    cpu.step()
+    cpu.interrupt(0)
+
+
 class RpcFixture:
     """A machine, its controller and server, and the machine thread."""
 
     def __init__(self, **config):
         config.setdefault("plugins", ["cga"])
+        warm_up_core()
         self.machine = Machine(MachineConfig(**config))
         self.controller, self.server = rpc.start(self.machine, port=0)
         self.stop = threading.Event()
