@@ -1,10 +1,9 @@
 """Method group ``memory``: ``memory.read`` and ``memory.write`` (physical,
 linear or segmented addresses; 1..65536 bytes inside the 1 MiB space).
 
-Both go through the bus's Python side: every window of this bus (RAM, ROM,
-unmapped, a device's video RAM) is backed by plain bytes, so a read never
-calls a device and has no side effect; a write to ROM or unmapped memory
-leaves it unchanged, as a CPU write would."""
+Both go through the bus as the CPU would: RAM, ROM and plain card memory are
+bytes, a window a device answers through a handler (VGA planar memory) calls
+the device; a write to ROM or unmapped memory leaves it unchanged."""
 
 from pypc_core import hookimpl
 from pypc_core.rpc import params as P

@@ -88,9 +88,15 @@ def observe(ctl, params):
     want_vram = P.boolean(params.get("video_memory", False), "video_memory")
     if (selection is not None or want_vram) and ctl.machine.video is None:
         video.adapter(ctl, "state.observe")
-    # everything is checked: copy
-    out = {"state_revision": ctl.revision, "registers": ctl.registers(),
-           "memory": [memory.read_result(ctl, start, length) for start, length in plan]}
+    copies = [_safe_copy(ctl, start, length, f"memory[{i}]")
+              for i, (start, length) in enumerate(plan)]
+    # everything is checked: shape the copies
+    out = {"state_revision": ctl.revision, "registers": ctl.registers(), "memory": []}
+    for start, data in zip((s for s, _ in plan), copies):
+        block = {"address": start}
+        block.update(data_fields(data))
+        block["state_revision"] = ctl.revision
+        out["memory"].append(block)
     if selection is not None:
         out["video_text"] = video.text_result(ctl, selection, "state.observe")
     if want_vram:
@@ -101,6 +107,34 @@ def observe(ctl, params):
         block["state_revision"] = ctl.revision
         out["video_memory"] = block
     return out
+
+
+def _safe_copy(ctl, start, length, where):
+    """The bytes of a window, copied without calling any device: RAM, ROM,
+    unmapped and plain device pages come from the bus's bytes; pages a
+    device answers through a handler (VGA planar memory) are refused,
+    except the adapter's text window at B8000h, which comes from its text
+    backing store (as video_memory does)."""
+    mm = ctl.machine.memory
+    kinds = mm.page_kind
+    shift = S.PAGE_SHIFT
+    adapter = ctl.machine.video
+    text_base = text = None
+    out = bytearray(mm.mem[start:start + length].tobytes())
+    for page in range(start >> shift, ((start + length - 1) >> shift) + 1):
+        if kinds[page] != "handler":
+            continue
+        lo = max(start, page << shift)
+        hi = min(start + length, (page + 1) << shift)
+        if adapter is not None and text is None:
+            text_base, text = video.text_backing(adapter)
+        if text is None or not text_base <= lo or hi > text_base + len(text):
+            raise invalid(f"{where}: {lo:#07x} is device memory read through a handler "
+                          f"(owner {mm.page_owner[page]!r}); state.observe does not call "
+                          f"devices -- use memory.read or video.snapshot", "UNSUPPORTED",
+                          field=where)
+        out[lo - start:hi - start] = text[lo - text_base:hi - text_base]
+    return bytes(out)
 
 
 @hookimpl

@@ -671,3 +671,25 @@ def test_vga_snapshot_has_the_font_and_graphics_planes():
         assert base64.b64decode(data["data_base64"])[5] == 0x2A
     finally:
         f.close()
+
+
+def test_observe_on_a_vga_reads_text_from_its_backing_and_refuses_planar_memory():
+    f = RpcFixture(plugins=["vga"])
+    try:
+        c = f.client()
+        c.call("execution.pause")
+        rev = c.call("state.get")["state_revision"]
+        obs = c.call("state.observe", {"expected_state_revision": rev, "memory": [
+            {"address": "0xB8000", "length": 4000}, {"address": 0x400, "length": 16}],
+            "video_memory": True})
+        text = base64.b64decode(obs["video_memory"]["data_base64"])[:4000]
+        assert base64.b64decode(obs["memory"][0]["data_base64"]) == text
+        assert obs["memory"][0] == {**c.call("memory.read", {"address": "0xB8000",
+                                                             "length": 4000}),
+                                    "state_revision": rev}
+        err = c.error("state.observe", {"expected_state_revision": rev,
+                                        "memory": [{"address": "0xA0000", "length": 16}]})
+        assert err["data"]["reason"] == "UNSUPPORTED"
+        assert c.call("state.get")["state_revision"] == rev
+    finally:
+        f.close()

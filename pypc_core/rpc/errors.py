@@ -27,7 +27,8 @@ REASONS = {
     "NOT_FOUND": "no breakpoint, operation, snapshot or history with that id",
     "CURSOR_EXPIRED": "the cursor points before the retained events",
     "DEVICE_ABSENT": "the card the method needs is not plugged in",
-    "UNSUPPORTED": "a mode or form the contract lists as unsupported",
+    "UNSUPPORTED": "a mode the contract lists as unsupported (step over), or memory "
+                   "state.observe does not copy (a device's handler window)",
     "INTERNAL_ERROR": "the handler failed (a bug: please report it)",
 }
 
