@@ -233,7 +233,7 @@ def test_run_until_deadline(c):
     assert lim["start_emulated_time_ns"] == start * 10 ** 9 // 4_770_000
     assert lim["reached"] is True
     assert lim["actual_stop_emulated_time_ns"] == stop["emulated_time_ns"]
-    assert 0 <= lim["overshoot_ns"] < 10_000        # at most one instruction late
+    assert 0 <= lim["overshoot_ns"] < 50_000        # at most one instruction or IRQ entry late
     assert stop["registers"]["clock"] >= start + 4770
 
 
@@ -298,7 +298,7 @@ def test_cpu_trace_records_the_loop(c):
     assert c.error("trace.start", {})["data"]["reason"] == "PRECONDITION_FAILED"
     op = c.call("execution.continue")["operation_id"]
     import time
-    end = time.monotonic() + 20
+    end = time.monotonic() + 300
     while c.call("trace.read", {"limit": 1})["active"] and time.monotonic() < end:
         time.sleep(0.01)
     c.call("execution.pause")
