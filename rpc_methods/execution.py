@@ -22,13 +22,8 @@ MAX_WAIT_MS = 60000
 
 
 def pause(ctl, params):
-    if ctl.pending_step is not None:
-        op = ctl.pending_step
-        ctl.pending_step = None
-        stop = ctl.make_stop("pause")
-        op.stop = stop
-        ctl.last_stop = stop
-    elif ctl.running:
+    # (an accepted step has always run before the next request is served)
+    if ctl.running:
         ctl.stop_now(ctl.make_stop("pause"))
     out = ctl.registers()
     out["paused"] = True

@@ -308,10 +308,15 @@ class Controller:
         op = self.pending_step
         self.pending_step = None
         before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
-        stop = self.machine.step()
+        try:
+            stop = self.machine.step()
+        except Exception as exc:                # a device failed during the step
+            stop = None
+            result = self.make_stop("fault", message=f"{type(exc).__name__}: {exc}")
         if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before:
             self.extra_revision += 1           # a HLT wait is a Tick too
-        result = contract_stop(self, stop) or self.make_stop("step")
+        if stop is not None:
+            result = contract_stop(self, stop) or self.make_stop("step")
         self.running = False
         self.last_stop = result
         self.at_slice_boundary = False
