@@ -5,6 +5,8 @@
 * ``pypc run [options] [PROGRAM]`` -- build and run a machine (the default
   subcommand: ``pypc --plugins vga`` means ``pypc run --plugins vga``)
 * ``pypc screenshot PNG [run options]`` -- boot headless, write the screen to PNG
+* ``pypc gen client|docs|all [--out PATH]`` -- the typed RPC client and its
+  reference page from ``schemas/`` (``pypc_core/codegen.py``)
 
 User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
 prints the traceback before that line; the status stays 2); ``pypc run``
@@ -20,7 +22,7 @@ import sys
 
 from .errors import PypcError
 
-SUBCOMMANDS = ("run", "plugins")
+SUBCOMMANDS = ("run", "plugins", "gen")
 EXIT_USAGE = 2
 
 
@@ -198,6 +200,15 @@ def build_parser():
                              description="List the plugins found through entry points "
                                          "(groups pypc.devices and pypc.rpc_methods).")
     plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    gen = sub.add_parser("gen", help="generate the typed RPC client or its reference page",
+                         description="Generate from schemas/ (the OpenRPC document): 'client' "
+                                     "the Python package pypc_core/client, 'docs' "
+                                     "docs/rpc-reference.md, 'all' both in the source tree "
+                                     "(run it after changing schemas/).")
+    gen.add_argument("what", choices=("client", "docs", "all"))
+    gen.add_argument("--out", metavar="PATH",
+                     help="client: the package folder to write; docs: the file "
+                          "(default: the source tree's own)")
     return parser, run
 
 
@@ -235,6 +246,19 @@ def cmd_plugins(args):
     for info in failed:
         sys.stderr.write(f"pypc plugins: {info.group}:{info.name}: {info.error}\n")
     return 1 if failed else 0
+
+
+def cmd_gen(args):
+    from . import codegen
+    if args.what == "all" and args.out:
+        raise PypcError("pypc gen all writes the source tree's files; --out goes with "
+                        "'client' or 'docs'")
+    if args.what in ("client", "all"):
+        paths = codegen.write_client(args.out)
+        print(f"pypc gen: client package in {paths[0].parent}")
+    if args.what in ("docs", "all"):
+        print(f"pypc gen: reference page {codegen.write_docs(args.out)}")
+    return 0
 
 
 def _print_plugin_table(infos):
@@ -321,6 +345,8 @@ def main(argv=None):
         if argv[0] == "run":
             return cmd_run(argv, run_parser)
         args = parser.parse_args(argv)      # --help / --version exit here
+        if args.command == "gen":
+            return cmd_gen(args)
         return cmd_plugins(args)
     except KeyboardInterrupt:
         sys.stderr.write("pypc: interrupted\n")
