@@ -33,8 +33,8 @@ def add_arguments(parser):
     g.add_argument("--snapshot-disk-mode", choices=DISK_MODES, default="auto",
                    help="how --save-snapshot keeps the disks (default: %(default)s)")
     g.add_argument("--record", metavar="FILE",
-                   help="record every host input (keys, typed text, serial input) with its "
-                        "emulated cycle into this new file")
+                   help="record every host input (keys, typed text, serial input, joystick "
+                        "moves) with its emulated cycle into this new file")
     g.add_argument("--replay", metavar="FILE",
                    help="replay a --record file to its end (live input is ignored) and "
                         "check that the machine ends in the recorded state (exit 0) or "
