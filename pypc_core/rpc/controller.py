@@ -402,8 +402,8 @@ class Controller:
             if now >= end:
                 return
             self._block(end - now)
-            for hook in self.machine.run_hooks:     # viewers see a paused machine too
-                hook()
+            for hook in getattr(self.machine, "run_hooks", ()):   # viewers see a paused
+                hook()                                              # machine too
 
     def serve_forever(self, stop_event=None):
         """The machine loop for a machine without a launcher (tests,
