@@ -137,11 +137,13 @@ def test_a_recording_from_a_snapshot_replays_after_loading_it(tmp_path):
     m2.close()
 
 
-def test_built_in_dos_session_replays(tmp_path):
+def test_built_in_dos_session_with_dir_type_and_a_program_replays(tmp_path):
     from pypc_core.dos import DosConfig
     folder = tmp_path / "c"
     folder.mkdir()
     (folder / "README.TXT").write_bytes(b"hello from the host\r\n")
+    with open(os.path.join(HERE, "guest", "dos", "child.com"), "rb") as fh:
+        (folder / "CHILD.COM").write_bytes(fh.read())   # a program to run
 
     def machine():
         return Machine(MachineConfig(plugins=["cga"], dos=DosConfig(drives={"C": str(folder)})))
@@ -152,8 +154,11 @@ def test_built_in_dos_session_replays(tmp_path):
     m.run_seconds(1.5)
     m.type_text("type readme.txt\r")
     m.run_seconds(1.5)
+    m.type_text("child xyzzy\r")
+    m.run_seconds(1.5)
     rec = m.stop_recording()
     assert m.screen_contains("README") and m.screen_contains("hello from the host")
+    assert m.screen_contains("xyzzy") and m.screen_contains("CHILD.COM")
     end = T.fingerprint(m)
     m.close()
     for speed in (0.0, 4.0):
