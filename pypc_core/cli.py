@@ -7,6 +7,8 @@
 * ``pypc screenshot PNG [run options]`` -- boot headless, write the screen to PNG
 * ``pypc gen client|docs|all [--out PATH]`` -- the typed RPC client and its
   reference page from ``schemas/`` (``pypc_core/codegen.py``)
+* ``pypc mcp [--connect PORT] [-- RUN OPTIONS]`` -- the RPC methods as MCP tools
+  over stdio (``pypc_core/mcp_adapter.py``)
 
 User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
 prints the traceback before that line; the status stays 2); ``pypc run``
@@ -22,7 +24,7 @@ import sys
 
 from .errors import PypcError
 
-SUBCOMMANDS = ("run", "plugins", "gen")
+SUBCOMMANDS = ("run", "plugins", "gen", "mcp")
 EXIT_USAGE = 2
 
 
@@ -209,7 +211,32 @@ def build_parser():
     gen.add_argument("--out", metavar="PATH",
                      help="client: the package folder to write; docs: the file "
                           "(default: the source tree's own)")
+    mcp = sub.add_parser("mcp", help="serve the RPC methods as MCP tools over stdio",
+                         usage="pypc mcp [--connect PORT] [-- RUN OPTIONS]",
+                         description="Serve the Model Context Protocol on stdin/stdout: one "
+                                     "tool per JSON-RPC method (schemas from schemas/), each "
+                                     "forwarded to a running pypc (--connect PORT) or to a "
+                                     "headless 'pypc run' started with RUN OPTIONS.")
+    mcp.add_argument("--connect", type=_rpc_port, metavar="PORT",
+                     help="the JSON-RPC port of a running pypc on 127.0.0.1")
+    mcp.add_argument("run_options", nargs=argparse.REMAINDER,
+                     help="after --: options for the pypc run it starts (without --connect)")
     return parser, run
+
+
+def _rpc_port(text):
+    from .rpc.launch import _port
+    return _port(text)
+
+
+def _run_options(args):
+    rest = list(args.run_options or [])
+    if rest and rest[0] == "--":
+        rest = rest[1:]
+    if rest and args.connect is not None:
+        raise PypcError(f"pypc {args.command}: run options ({' '.join(rest)}) go with "
+                        f"starting a pypc, not with --connect")
+    return rest
 
 
 def _normalise_argv(argv):
@@ -347,6 +374,9 @@ def main(argv=None):
         args = parser.parse_args(argv)      # --help / --version exit here
         if args.command == "gen":
             return cmd_gen(args)
+        if args.command == "mcp":
+            from . import mcp_adapter
+            return mcp_adapter.main(args.connect, _run_options(args))
         return cmd_plugins(args)
     except KeyboardInterrupt:
         sys.stderr.write("pypc: interrupted\n")

@@ -1,0 +1,234 @@
+"""``pypc mcp``: the JSON-RPC agent API as Model Context Protocol tools,
+served over stdio with the official MCP Python SDK (``mcp``).
+
+One tool per RPC method of the OpenRPC document ``schemas/`` assemble into
+(the same document ``rpc.discover`` serves): the tool's name is the method's
+with ``_`` for ``.`` (``memory.read`` -> ``memory_read``), its input schema
+the method's params schema and its output schema the result schema, both
+with the shared definitions inlined.  A call forwards the arguments
+unchanged to a pypc JSON-RPC server through the generated client's
+transport and returns the result as structured content (and as JSON text);
+an RPC error is a tool error whose text starts with ``error.data.reason``.
+
+The server is a running pypc (``--connect PORT``) or one this command
+starts: ``pypc run --headless --rpc-port 0 --timeout 31536000 [RUN
+OPTIONS]``, ended when the MCP session ends.
+"""
+
+import copy
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from .errors import PypcError
+
+REF_PREFIX = "#/components/schemas/"
+START_TIMEOUT_S = 300           # a cold start compiles the CPU core (about 25 s, more if loaded)
+
+
+class McpAdapterError(PypcError):
+    pass
+
+
+def tool_name(method):
+    return method.replace(".", "_")
+
+
+def _inline(schema, components, depth=0):
+    if depth > 64:
+        raise McpAdapterError("schema definitions refer to each other in a loop")
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith(REF_PREFIX):
+            target = _inline(components[ref[len(REF_PREFIX):]], components, depth + 1)
+            siblings = {k: v for k, v in schema.items() if k != "$ref"}
+            if not siblings:
+                return target
+            if isinstance(target, dict) and not set(siblings) - {"description", "title"}:
+                return {**target, **siblings}
+            return {"allOf": [target], **_inline(siblings, components, depth)}
+        return {k: (v if k in ("const", "enum") else _inline(v, components, depth))
+                for k, v in schema.items()}
+    if isinstance(schema, list):
+        return [_inline(v, components, depth) for v in schema]
+    return schema
+
+
+def _object_schema(schema):
+    """MCP wants ``type: object`` at the top; a top-level ``anyOf`` of
+    objects keeps its alternatives under it."""
+    schema = copy.deepcopy(schema)
+    schema.pop("$schema", None)
+    if schema.get("type") != "object":
+        schema["type"] = "object"
+    return schema
+
+
+def tool_specs(doc=None):
+    """``[(tool name, method, description, input schema, output schema)]``."""
+    if doc is None:
+        from .codegen import openrpc_document
+        doc = openrpc_document()
+    components = doc.get("components", {}).get("schemas", {})
+    out = []
+    for entry in sorted(doc["methods"], key=lambda e: e["name"]):
+        params = _inline(entry.get("x-params-schema", {"type": "object"}), components)
+        result = _inline(entry["result"]["schema"], components)
+        description = entry.get("summary") or entry["name"]
+        if entry.get("description"):
+            description += "\n\n" + entry["description"]
+        description += f"\n\n(JSON-RPC method {entry['name']} of pypc, an IBM PC/XT emulator.)"
+        out.append((tool_name(entry["name"]), entry["name"], description,
+                    _object_schema(params), _object_schema(result)))
+    return out
+
+
+class Backend:
+    """The pypc JSON-RPC server the tools forward to."""
+
+    def __init__(self, port=None, run_args=(), stderr=None):
+        from .client.transport import Transport, TransportError
+        self.process = None
+        self.stderr = stderr or sys.stderr
+        if port is None:
+            port = self._start(list(run_args))
+        self.port = port
+        try:
+            self.transport = Transport(port=port, timeout=120)
+        except TransportError as exc:
+            self.close()
+            raise McpAdapterError(str(exc)) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, run_args):
+        cmd = [sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--rpc-port", "0",
+               "--timeout", "31536000"] + run_args
+        env = dict(os.environ)
+        self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                        env=env)
+        port = None
+        lines = []
+        timer = threading.Timer(START_TIMEOUT_S, self.process.kill)
+        timer.start()
+        try:
+            for raw in self.process.stderr:
+                line = raw.decode("utf-8", "replace")
+                if line.startswith("pypc: JSON-RPC on "):
+                    port = int(line.rsplit(":", 1)[1])
+                    break
+                lines.append(line)
+        finally:
+            timer.cancel()
+        if port is None:
+            self.process.wait()
+            raise McpAdapterError("the pypc it started ended before serving JSON-RPC: "
+                                  + (" ".join("".join(lines).split()) or
+                                     f"exit status {self.process.returncode}"))
+
+        def drain():                            # its later messages go to our stderr
+            for raw in self.process.stderr:
+                self.stderr.write(raw.decode("utf-8", "replace"))
+                self.stderr.flush()
+        threading.Thread(target=drain, daemon=True).start()
+        return port
+
+    def call(self, method, arguments):
+        return self.transport.request(method, arguments or {})
+
+    def close(self):
+        if getattr(self, "transport", None) is not None:
+            self.transport.close()
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def build_server(backend, doc=None):
+    """The MCP low-level server whose tools forward to ``backend``."""
+    import anyio
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+
+    specs = tool_specs(doc)
+    by_name = {s[0]: s for s in specs}
+    tools = [types.Tool(name=name, description=desc, input_schema=params,
+                        output_schema=result)
+             for name, method, desc, params, result in specs]
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx, params):
+        spec = by_name.get(params.name)
+        if spec is None:
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"unknown tool {params.name!r}")],
+                is_error=True)
+        method = spec[1]
+        arguments = dict(params.arguments or {})
+        try:
+            reply = await anyio.to_thread.run_sync(backend.call, method, arguments)
+        except Exception as exc:            # the connection to pypc failed
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=f"TRANSPORT: {exc}")],
+                is_error=True)
+        if "error" in reply:
+            err = reply["error"]
+            reason = (err.get("data") or {}).get("reason", "ERROR")
+            text = f"{reason}: {err.get('message', '')}\n{json.dumps(err.get('data'))}"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                        is_error=True)
+        result = reply.get("result")
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result))],
+            structured_content=result)
+
+    return Server("pypc", version=_version(),
+                  instructions="Tools drive a pypc IBM PC/XT emulator through its JSON-RPC "
+                               "agent API: pause with execution_pause before reading or "
+                               "writing state; execution_step/continue return an operation "
+                               "id that execution_wait completes.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _version():
+    try:
+        import importlib.metadata
+        return importlib.metadata.version("pypc")
+    except Exception:
+        return "0"
+
+
+def serve_stdio(backend):
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(backend)
+
+    async def main():
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+    anyio.run(main)
+
+
+def main(connect=None, run_args=()):
+    """``pypc mcp``: serve until stdin closes."""
+    try:
+        import mcp  # noqa: F401
+    except ModuleNotFoundError:
+        raise McpAdapterError("pypc mcp needs the MCP Python SDK: pip install mcp") from None
+    backend = Backend(connect, run_args)
+    try:
+        serve_stdio(backend)
+    finally:
+        backend.close()
+    return 0
