@@ -75,6 +75,7 @@ class Machine:
         self.breakpoints = BreakpointTable(self.cpu, self.memory)
         self.trace = Trace(self.cpu)
         self._pause = threading.Event()
+        self._resume_pc = None      # where the last breakpoint stop (exec or INT) left us
         self.last_stop = None
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
@@ -358,6 +359,9 @@ class Machine:
         r = self.cpu.regs
         stop = Stop(kind, self.clock(), cs=int(r[S.CS]), ip=int(r[S.IP]), **fields)
         self.last_stop = stop
+        # resuming from a stop (not from the end of a budget slice) steps
+        # past a breakpoint at CS:IP, as debuggers do
+        self._resume_pc = None if kind == "budget" else stop.linear
         return stop
 
     def _handle_exit(self, reason):
@@ -409,7 +413,9 @@ class Machine:
                     if bp.kind == "exec" and bp.address == pc and bp.enabled]
             if not mine:
                 # a flag set outside the table (kept for old callers)
-                return self._stop("breakpoint", detail={"address": pc})
+                stop = self._stop("breakpoint", detail={"address": pc})
+                self._resume_pc = pc
+                return stop
             hit = None
             for bp in sorted(mine, key=lambda b: b.internal):
                 if bp.matches(cpu.regs, self.memory.mem) and hit is None:
@@ -417,7 +423,9 @@ class Machine:
             if hit is None:
                 ctl[S.C_SKIP_BP] = 1
                 return None
-            return self._bp_stop(hit)
+            stop = self._bp_stop(hit)
+            self._resume_pc = pc
+            return stop
         if reason == S.EXIT_INT_BREAK:
             number = int(ctl[S.C_EXIT_VALUE])
             regs = cpu.regs
@@ -426,9 +434,11 @@ class Machine:
                 if (bp.kind == "int" and bp.address == number and bp.enabled
                         and (bp.ah is None or bp.ah == ah) and (bp.al is None or bp.al == al)
                         and bp.matches(regs, self.memory.mem)):
-                    return self._bp_stop(bp, interrupt={"number": number, "ah": ah, "al": al,
+                    stop = self._bp_stop(bp, interrupt={"number": number, "ah": ah, "al": al,
                                                         "source": "int",
                                                         "phase": "before_handler"})
+                    self._resume_pc = cpu.pc
+                    return stop
             ctl[S.C_SKIP_INT] = 1
             return None
         if reason == S.EXIT_WATCH:
@@ -480,15 +490,20 @@ class Machine:
         kind = getattr(bp, "stop_kind", None) or "breakpoint"
         return self._stop(kind, breakpoint=bp, **fields)
 
-    def _arm_resume(self):
-        """Resuming from CS:IP lets its own execution or INT breakpoint
-        through once (the stop that brought us here must not repeat)."""
+    def _arm_resume(self, always=False):
+        """Resuming from a stop at CS:IP lets an execution or INT
+        breakpoint there through once, so the stop does not repeat at once
+        (as debuggers step past a breakpoint at the PC).  A run that merely
+        begins where a budget slice ended still stops at a breakpoint there.
+        A step (``always``) always executes the instruction at CS:IP."""
         cpu = self.cpu
         ctl = cpu.ctl
         pc = cpu.pc
-        ctl[S.C_SKIP_BP] = 1 if self.memory.xflags[pc] & S.XF_BREAKPOINT else 0
+        resuming = always or self._resume_pc == pc
+        self._resume_pc = None
+        ctl[S.C_SKIP_BP] = 1 if resuming and self.memory.xflags[pc] & S.XF_BREAKPOINT else 0
         ctl[S.C_SKIP_INT] = 0
-        if any(ctl[S.C_INT_MASK + i] for i in range(4)):
+        if resuming and any(ctl[S.C_INT_MASK + i] for i in range(4)):
             cs, ip = int(cpu.regs[S.CS]), int(cpu.regs[S.IP])
             code = self.memory.mem
             k = 0
@@ -569,7 +584,7 @@ class Machine:
         recording = record and not (self.trace.active and self.trace.effects)
         if recording:
             cpu.begin_record()
-        self._arm_resume()
+        self._arm_resume(always=True)
         pc_before = cpu.pc
         try:
             ctl[S.C_STEP] = 1

@@ -463,3 +463,32 @@ def test_restoring_a_state_keeps_the_breakpoints_and_the_trace(m):
     stop = m.run_for(1_000_000)
     assert stop.breakpoint is w
     assert m.trace.total > 100
+
+
+def test_a_breakpoint_where_a_budget_slice_ends_still_stops_the_next_run(m):
+    """Runs cut into slices must not skip a breakpoint that a slice happens
+    to end on; only resuming from a stop there steps past it."""
+    state = m.get_state()
+    while ip(m) != FIRST:
+        m.step()
+    at_first = m.clock()
+    m.set_state(state)
+    stop = m.run_until_cycle(at_first)             # the slice ends right at FIRST
+    assert stop.kind == "budget" and ip(m) == FIRST
+    bp = m.breakpoints.add("exec", FIRST)
+    stop = m.run_for(1_000_000)
+    assert stop.breakpoint is bp and ip(m) == FIRST and bp.hits == 1
+    stop = m.run_for(1_000_000)                    # resuming from its stop goes on
+    assert stop.kind == "halt" and bp.hits == 1
+    # the same for the INT breakpoint
+    m.breakpoints.clear()
+    m.set_state(state)
+    while ip(m) != INT1:
+        m.step()
+    at_int = m.clock()
+    m.set_state(state)
+    assert m.run_until_cycle(at_int).kind == "budget" and ip(m) == INT1
+    intbp = m.breakpoints.add("int", number=0x60)
+    stop = m.run_for(1_000_000)
+    assert stop.breakpoint is intbp and ip(m) == INT1
+    assert m.step().kind == "step" and ip(m) == INT60     # a step always executes
