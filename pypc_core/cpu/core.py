@@ -561,10 +561,30 @@ def _fast_write_byte(pk, pio, port, v, now):
                      np.int64(HANDLER_WRITE) | (now << 1))
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def fast_port_write(pk, pio, port, v, now, w):
     """An OUT the core completes itself (stamp, one-shot and compiled-handler
-    ports; a word needs both ports to be such).  False: Python must."""
+    ports; a word needs both ports to be such).  False: Python must.  The
+    test for the other kinds and the stamp (the BIOS's keyboard-poll mark,
+    written at every idle poll) are inline."""
+    k = pk[port]
+    if k < PORT_STAMP:
+        return False
+    if k == PORT_STAMP and w == 0:
+        b = pio[port]
+        pio[b] += 1
+        if now - pio[b + 1] > pio[b + 5]:
+            pio[b + 2] = now          # a new burst begins
+            pio[b + 3] = 0
+        pio[b + 3] += 1
+        pio[b + 1] = now
+        pio[b + 4] = v & 0xFF
+        return True
+    return _fast_port_write_slow(pk, pio, port, v, now, w)
+
+
+@njit(**JIT)
+def _fast_port_write_slow(pk, pio, port, v, now, w):
     if not _jit_write_kind(pk[port]):
         return False
     if w:

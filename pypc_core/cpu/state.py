@@ -157,6 +157,8 @@ PORT_VALUE = 2     # reads return port_io[port] (kept current by the device); wr
 PORT_RASTER = 3    # reads compute raster status bits from the cycle; writes exit
 PORT_COUNTER = 4   # reads of a down counter computed from the cycle; writes exit
 PORT_STAMP = 5     # writes are counted and time-stamped in the core; reads FFh
+# (the kinds from PORT_STAMP on are the ones whose writes the core completes:
+# keep them last)
 PORT_ONESHOT = 6   # reads: one-shot bits from the cycle; writes fire them (no exit)
 PORT_CALL = 7      # reads and writes call a compiled handler (no exit)
 PORT_TIMER = PORT_COUNTER          # the old name
