@@ -49,13 +49,13 @@ def resume(ctl, params):
 
 def step(ctl, params):
     mode = params.get("mode", "into")
-    if mode != "into":
-        raise invalid(f"execution.step mode {mode!r} is not supported (only 'into')",
-                      "UNSUPPORTED", field="mode")
+    if mode not in ("into", "over"):
+        raise invalid(f"execution.step mode {mode!r}: 'into' or 'over'", field="mode")
     if ctl.running:
         raise not_paused("execution.step")
     _refuse_if_busy(ctl, "execution.step")
     op = ctl.new_operation("step")
+    op.mode = mode          # over: a CALL, INT, LOOP or REP string runs to the next instruction
     ctl.pending_step = op
     entry = ctl.registers()
     entry.update({"stepping": True, "operation_id": op.id})

@@ -77,7 +77,10 @@ def test_capabilities_and_info_are_identical(fx, c):
     assert "CGA" in caps["video_adapters"]
     assert caps["methods"][:3] == ["agent.capabilities", "emulator.info", "state.get_registers"]
     assert set(caps["methods"]) == set(fx.server.methods)
-    assert caps["methods"][-1] == "rpc.discover"          # extensions come last
+    from pypc_rpc_methods.agent import CONTRACT_METHODS
+    extensions = [m for m in caps["methods"] if m not in CONTRACT_METHODS]
+    assert "rpc.discover" in extensions and "session.start" in extensions
+    assert caps["methods"][-len(extensions):] == sorted(extensions)   # extensions come last
 
 
 def test_fresh_session_is_running_with_no_last_stop(c):
@@ -547,7 +550,7 @@ def test_step_runs_one_instruction(c):
 def test_step_rejections(c):
     assert c.error("execution.step")["data"]["reason"] == "TARGET_NOT_PAUSED"
     pause(c)
-    rejected(c, "execution.step", {"mode": "over"}, "UNSUPPORTED")
+    rejected(c, "execution.step", {"mode": "sideways"}, "INVALID_PARAMS")
     rejected(c, "execution.step", {"mode": "into", "count": 2}, "INVALID_PARAMS")
 
 

@@ -21,16 +21,24 @@ through the RPC (register/memory/port writes, port reads, input batches).
 """
 
 import collections
+import json
 import queue
 import threading
 import time
 
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
-from .errors import INTERNAL_ERROR, RpcError, not_found, not_paused
+from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
 from .stops import check_at_boundary, contract_stop, cycles_to_ns
 
 MAX_OPERATIONS = 256
+MAX_REQUEST_IDS = 1024          # completed request_id results kept (the contract's 5.3)
+STEP_OVER_MAX_CYCLES = 60 * CPU_HZ      # a step over a call that never returns
+# what a session whose program has exited refuses (reason TARGET_EXITED)
+NEEDS_LIVE_TARGET = ("execution.continue", "execution.go", "execution.step",
+                     "execution.run_until", "state.", "memory.", "io.", "input.keyboard",
+                     "keyboard.", "input.joystick", "breakpoints.create", "trace.start",
+                     "hardware.trace.start", "dos.memory_map")
 PAUSED_POLL_S = 0.05            # a paused loop returns this often to its caller
 TURBO_SLICE_S = 0.001           # host time per running slice (unpaced)
 MIN_SLICE = CPU_HZ // 20000     # cycles
@@ -51,15 +59,16 @@ def flags_text(flags):
 class Request:
     """One validated request waiting for the machine thread."""
 
-    __slots__ = ("conn", "id", "notify", "method", "params", "fn")
+    __slots__ = ("conn", "id", "notify", "method", "params", "fn", "request_id")
 
-    def __init__(self, conn, rid, notify, method, params, fn):
+    def __init__(self, conn, rid, notify, method, params, fn, request_id=None):
         self.conn = conn
         self.id = rid
         self.notify = notify
         self.method = method
         self.params = params
         self.fn = fn
+        self.request_id = request_id    # params.request_id: a retry key (see _execute)
 
 
 class Park:
@@ -74,11 +83,13 @@ class Park:
 
 
 class Operation:
-    __slots__ = ("id", "kind", "stop", "predicate", "deadline", "requested_ns", "start")
+    __slots__ = ("id", "kind", "stop", "predicate", "deadline", "requested_ns", "start",
+                 "mode")
 
     def __init__(self, op_id, kind, predicate=None):
         self.id = op_id
-        self.kind = kind                # continue | run_until | step
+        self.kind = kind                # continue | run_until | step | stop
+        self.mode = "into"              # step: into | over
         self.stop = None                # the stop object once done
         self.predicate = predicate      # run_until: the machine breakpoint id
         self.deadline = None            # run_until: the emulated-time limit (cycle)
@@ -118,6 +129,8 @@ class Controller:
         self.machine_run_until_cycle = machine.run_until_cycle   # the machine's own
         self.schemas = None             # set by the server (rpc.discover)
         self.method_names = []
+        self.session = None             # the program session.start started (rpc_methods.session)
+        self.request_ids = collections.OrderedDict()   # request_id -> (payload, result)
 
     # ------------------------------------------------------------------
     # state the method groups share
@@ -184,6 +197,7 @@ class Controller:
     def stop_now(self, stop):
         """The machine stops (pause, breakpoint, predicate, step done):
         record ``stop`` and complete the active operation with it."""
+        stop = self.exit_stop(stop)
         self.running = False
         self.last_stop = stop
         self.at_slice_boundary = False
@@ -200,6 +214,31 @@ class Controller:
                 self.machine.breakpoints.remove(op.predicate)
             except Exception:
                 pass                        # a one-shot predicate removed itself
+
+    def exit_stop(self, stop):
+        """``stop``, or the ``program_exit`` stop when the session's program
+        has ended (the DOS's "program ended" loop is where it stopped)."""
+        session = self.session
+        if session is None or stop.get("kind") == "program_exit" \
+                or not self.machine.dos.exited:
+            return stop
+        session.exited = True
+        return self.make_stop("program_exit", exit_code=int(self.machine.dos.exit_code))
+
+    def adopt(self, machine):
+        """Run ``machine`` from now on instead of the current one (the
+        session's program machine): the revision goes on from where it was
+        (one more), the RPC's breakpoint descriptors and held keys are
+        dropped with the old machine; the new one is stopped."""
+        revision = self.revision
+        self.machine = machine
+        self.cpu = machine.cpu
+        self.machine_run_until_cycle = machine.run_until_cycle
+        self.extra_revision = revision + 1 - int(self.cpu.ctl[S.C_INSTRUCTIONS])
+        self.bp_meta.clear()
+        self.pressed.clear()
+        self.running = False
+        self.at_slice_boundary = False
 
     def make_stop(self, kind, **fields):
         stop = {"kind": kind}
@@ -218,6 +257,25 @@ class Controller:
         self.requests_served += 1
         if req.conn is not None:
             req.conn.done()
+        if req.request_id is not None:
+            payload = json.dumps([req.method, req.params], sort_keys=True)
+            seen = self.request_ids.get(req.request_id)
+            if seen is not None:
+                if seen[0] != payload:
+                    self._reply_error(req, invalid(
+                        f"request_id {req.request_id!r} was used before with another "
+                        f"method or params", "REQUEST_ID_CONFLICT",
+                        request_id=req.request_id).to_json())
+                else:
+                    self._reply(req, seen[1])      # a retry: the first result, not run again
+                return
+        session = self.session
+        if session is not None and session.exited and req.method.startswith(NEEDS_LIVE_TARGET):
+            self._reply_error(req, invalid(
+                f"{req.method}: the program of session {session.id} has exited (exit code "
+                f"{session.exit_code}); session.start runs another", "TARGET_EXITED",
+                session_id=session.id, state="exited").to_json())
+            return
         try:
             result = req.fn(self, req.params)
         except RpcError as exc:
@@ -238,6 +296,11 @@ class Controller:
         self._reply(req, result)
 
     def _reply(self, req, result):
+        if req.request_id is not None and req.request_id not in self.request_ids:
+            self.request_ids[req.request_id] = (
+                json.dumps([req.method, req.params], sort_keys=True), result)
+            while len(self.request_ids) > MAX_REQUEST_IDS:
+                self.request_ids.popitem(last=False)
         if req.notify or req.conn is None:
             return
         req.conn.send_result(req.id, result)
@@ -308,15 +371,27 @@ class Controller:
         op = self.pending_step
         self.pending_step = None
         before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
+        m = self.machine
+        # a launcher routes the machine's run_until_cycle through this
+        # controller; a step over runs the machine's own loop, unserved
+        routed = m.__dict__.pop("run_until_cycle", None) if op.mode == "over" else None
         try:
-            stop = self.machine.step()
+            if op.mode == "over":
+                stop = m.step_over(max_cycles=STEP_OVER_MAX_CYCLES)
+            else:
+                stop = m.step()
         except Exception as exc:                # a device failed during the step
             stop = None
             result = self.make_stop("fault", message=f"{type(exc).__name__}: {exc}")
+        finally:
+            if routed is not None:
+                m.run_until_cycle = routed
         if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before:
             self.extra_revision += 1           # a HLT wait is a Tick too
         if stop is not None:
-            result = contract_stop(self, stop) or self.make_stop("step")
+            result = contract_stop(self, stop) or self.make_stop(
+                "pause" if stop.kind == "budget" and op.mode == "over" else "step")
+        result = self.exit_stop(result)
         self.running = False
         self.last_stop = result
         self.at_slice_boundary = False

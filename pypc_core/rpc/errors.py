@@ -30,6 +30,16 @@ REASONS = {
     "UNSUPPORTED": "a mode the contract lists as unsupported (step over), or memory "
                    "state.observe does not copy (a device's handler window)",
     "INTERNAL_ERROR": "the handler failed (a bug: please report it)",
+    "SESSION_BUSY": "session.start while a started program has not exited",
+    "TARGET_EXITED": "the session's program has exited (registers, memory and "
+                     "execution are gone; session.start runs another)",
+    "REQUEST_ID_CONFLICT": "a request_id seen before with another method or params",
+    "PROGRAM_NOT_FOUND": "session.start: no such program (or a folder) on the mount",
+    "NOT_EXECUTABLE": "session.start: the file is not a .COM, .EXE or .BAT program",
+    "BAD_EXECUTABLE": "session.start: the program's header is corrupt or it is too big",
+    "PATH_OUTSIDE_MOUNT": "session.start: the path (or a link on it) leaves the mounted "
+                          "folder",
+    "START_FAILED": "session.start: the program did not reach its first instruction",
 }
 
 

@@ -224,6 +224,17 @@ class Connection:
                 self._send(_error(rid, INVALID_PARAMS, "params must be an object",
                                   "INVALID_PARAMS"))
             return
+        request_id = None
+        if "request_id" in params:
+            # a retry key on any method (the contract's 5.3), not a method param
+            request_id = params["request_id"]
+            if not isinstance(request_id, str) or not 1 <= len(request_id) <= 128:
+                if not notify:
+                    self._send(_error(rid, INVALID_PARAMS, "request_id must be a string of "
+                                      "1 to 128 characters", "INVALID_PARAMS",
+                                      field="request_id"))
+                return
+            params = {k: v for k, v in params.items() if k != "request_id"}
         errors = server.schemas.param_errors(method, params)
         if errors:
             if not notify:
@@ -232,7 +243,7 @@ class Connection:
                                   "INVALID_PARAMS", errors=errors[:8]))
             return
         self.submitted += 1
-        server.controller.submit(Request(self, rid, notify, method, params, fn))
+        server.controller.submit(Request(self, rid, notify, method, params, fn, request_id))
 
 
 class RpcServer:
