@@ -290,8 +290,8 @@ def r_execution_step(c, fx, tmp):
     done = c.execution.wait(operation_id=op.operation_id, timeout_ms=5000)
     assert isinstance(done, M.ExecutionWaitResultStopped)
     assert c.state.get_registers().general.ax == 0x1234
-    with pytest.raises(Unsupported):
-        c.execution.step(mode="over")
+    with pytest.raises(InvalidParams):
+        c.execution.step(mode="sideways")
 
 
 def r_execution_run_until(c, fx, tmp):
@@ -435,6 +435,71 @@ def r_dos_memory_map(c, fx, tmp):
     with pytest.raises(Unsupported):
         c.dos.memory_map()
     pytest.skip("this machine has no built-in DOS: test_dos_methods_through_the_client")
+
+
+def r_checkpoints_create(c, fx, tmp):
+    load_program(c)
+    cp = c.checkpoints.create()
+    assert cp.checkpoint_id.startswith("cp-")
+    c.checkpoints.delete(checkpoint_id=cp.checkpoint_id)
+
+
+def r_checkpoints_list(c, fx, tmp):
+    paused(c)
+    cp = c.checkpoints.create()
+    assert cp.checkpoint_id in [x.checkpoint_id for x in c.checkpoints.list().checkpoints]
+    c.checkpoints.delete(checkpoint_id=cp.checkpoint_id)
+
+
+def r_checkpoints_restore(c, fx, tmp):
+    before = load_program(c)
+    cp = c.checkpoints.create()
+    c.memory.write(address=seg(0), data=b"\x90")
+    out = c.checkpoints.restore(checkpoint_id=cp.checkpoint_id)
+    assert out.restored is True
+    assert c.memory.read(address=seg(0), length=1).data == PROGRAM[:1]
+    assert c.state.get_registers().ip == before.ip
+    c.checkpoints.delete(checkpoint_id=cp.checkpoint_id)
+
+
+def r_checkpoints_delete(c, fx, tmp):
+    paused(c)
+    cp = c.checkpoints.create()
+    assert c.checkpoints.delete(checkpoint_id=cp.checkpoint_id).deleted is True
+    with pytest.raises(NotFound):
+        c.checkpoints.delete(checkpoint_id=cp.checkpoint_id)
+
+
+def _own_session(c, tmp, stop):
+    """session.start (and session.stop) on a server of its own: a session
+    replaces the machine, and the other recipes share this one."""
+    from guest import dos as progs
+    shutil.copy(progs.path("agent_fixture"), tmp / "AGENTFIX.COM")
+    f = RpcFixture(plugins=["cga"])
+    try:
+        with Recorder(f.port) as own:
+            started = own.session.start(target={"command": "AGENTFIX.COM", "arguments": []},
+                                        mounts=[{"drive": "C", "host_path": str(tmp)}],
+                                        break_at="entry")
+            assert started.state == "stopped" and started.stop_reason.kind == "startup"
+            if stop:
+                op = own.session.stop(session_id=started.session_id)
+                done = own.execution.wait(operation_id=op.operation_id)
+                assert done.stop_reason.kind == "program_exit"
+            c.raw.extend(own.raw)
+    finally:
+        session = f.controller.session
+        f.close()
+        if session is not None:
+            session.dos_session.close()
+
+
+def r_session_start(c, fx, tmp):
+    _own_session(c, tmp, stop=False)
+
+
+def r_session_stop(c, fx, tmp):
+    _own_session(c, tmp, stop=True)
 
 
 def recipe_for(method):

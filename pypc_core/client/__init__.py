@@ -28,6 +28,14 @@ from .errors import (
     DeviceAbsent,
     Unsupported,
     InternalError,
+    SessionBusy,
+    TargetExited,
+    RequestIdConflict,
+    ProgramNotFound,
+    NotExecutable,
+    BadExecutable,
+    PathOutsideMount,
+    StartFailed,
 )
 from .runtime import DecodeError, Model
 from .transport import ClientError, RequestTimeout, TransportError
@@ -49,4 +57,12 @@ __all__ = ["Client", "ClientError", "DecodeError", "Model", "RequestTimeout", "T
            'DeviceAbsent',
            'Unsupported',
            'InternalError',
+           'SessionBusy',
+           'TargetExited',
+           'RequestIdConflict',
+           'ProgramNotFound',
+           'NotExecutable',
+           'BadExecutable',
+           'PathOutsideMount',
+           'StartFailed',
            ]

@@ -63,6 +63,36 @@ class BreakpointsMethods(_Group):
         return decode(result, RESULT_SPECS['breakpoints.list'], 'breakpoints.list')
 
 
+class CheckpointsMethods(_Group):
+    """The ``checkpoints.*`` methods."""
+
+    def create(self, *, rpc_timeout: float | None = None) -> M.CheckpointsCreateResult:
+        """``checkpoints.create``: Keep the whole paused machine in memory (at most 16 checkpoints)."""
+        params = {}
+        result = self._client.call('checkpoints.create', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['checkpoints.create'], 'checkpoints.create')
+
+    def delete(self, *, checkpoint_id: str, rpc_timeout: float | None = None) -> M.CheckpointsDeleteResult:
+        """``checkpoints.delete``: Forget a checkpoint."""
+        params = {}
+        params['checkpoint_id'] = encode(checkpoint_id, 'str')
+        result = self._client.call('checkpoints.delete', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['checkpoints.delete'], 'checkpoints.delete')
+
+    def list(self, *, rpc_timeout: float | None = None) -> M.CheckpointsListResult:
+        """``checkpoints.list``: The checkpoints kept, oldest first."""
+        params = {}
+        result = self._client.call('checkpoints.list', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['checkpoints.list'], 'checkpoints.list')
+
+    def restore(self, *, checkpoint_id: str, rpc_timeout: float | None = None) -> M.CheckpointsRestoreResult:
+        """``checkpoints.restore``: Put the paused machine back to a checkpoint exactly (breakpoints stay as they are)."""
+        params = {}
+        params['checkpoint_id'] = encode(checkpoint_id, 'str')
+        result = self._client.call('checkpoints.restore', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['checkpoints.restore'], 'checkpoints.restore')
+
+
 class DosMethods(_Group):
     """The ``dos.*`` methods."""
 
@@ -363,13 +393,31 @@ class SerialMethods(_Group):
 class SessionMethods(_Group):
     """The ``session.*`` methods."""
 
+    def start(self, *, target: M.SessionStartParamTarget | dict, mounts: list[M.SessionStartParamMount | dict], break_at: str | None = None, rpc_timeout: float | None = None) -> M.SessionStartResult:
+        """``session.start``: Start a DOS program on a new built-in-DOS machine, stopped on its first instruction (stop kind startup)."""
+        params = {}
+        params['target'] = encode(target, ('model', 'SessionStartParamTarget'))
+        params['mounts'] = encode(mounts, ('list', ('model', 'SessionStartParamMount')))
+        if break_at is not None:
+            params['break_at'] = encode(break_at, 'str')
+        result = self._client.call('session.start', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['session.start'], 'session.start')
+
     def status(self, *, session_id: str | None = None, rpc_timeout: float | None = None) -> M.SessionStatusResult:
-        """``session.status``: Report the fixed live pypc session and execution state."""
+        """``session.status``: Report the session (the implicit pypc machine, or the program session.start started): state, target, last stop, revision."""
         params = {}
         if session_id is not None:
             params['session_id'] = encode(session_id, 'str')
         result = self._client.call('session.status', params, rpc_timeout)
         return decode(result, RESULT_SPECS['session.status'], 'session.status')
+
+    def stop(self, *, session_id: str | None = None, rpc_timeout: float | None = None) -> M.SessionStopResult:
+        """``session.stop``: End the session's program (as Ctrl-Break would); execution.wait on the operation reports its program_exit stop."""
+        params = {}
+        if session_id is not None:
+            params['session_id'] = encode(session_id, 'str')
+        result = self._client.call('session.stop', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['session.stop'], 'session.stop')
 
 
 class StateMethods(_Group):
@@ -506,6 +554,10 @@ RESULT_SPECS = {
     'breakpoints.create': ('model', 'Breakpoint'),
     'breakpoints.delete': ('model', 'BreakpointsDeleteResult'),
     'breakpoints.list': ('model', 'BreakpointsListResult'),
+    'checkpoints.create': ('model', 'CheckpointsCreateResult'),
+    'checkpoints.delete': ('model', 'CheckpointsDeleteResult'),
+    'checkpoints.list': ('model', 'CheckpointsListResult'),
+    'checkpoints.restore': ('model', 'CheckpointsRestoreResult'),
     'dos.memory_map': ('model', 'DosMemoryMapResult'),
     'dos.status': ('model', 'DosStatusResult'),
     'emulator.info': ('model', 'AgentCapabilitiesResult'),
@@ -533,7 +585,9 @@ RESULT_SPECS = {
     'serial.read': ('model', 'SerialReadResult'),
     'serial.status': ('model', 'SerialStatusResult'),
     'serial.write': ('model', 'SerialWriteResult'),
+    'session.start': ('model', 'SessionStartResult'),
     'session.status': ('model', 'SessionStatusResult'),
+    'session.stop': ('model', 'SessionStopResult'),
     'state.get': ('model', 'Registers'),
     'state.get_registers': ('model', 'Registers'),
     'state.observe': ('model', 'StateObserveResult'),
@@ -556,12 +610,13 @@ class Client:
     after ``timeout`` seconds (per call: ``rpc_timeout=``) and
     ``TransportError`` when the connection fails; nothing is retried."""
 
-    METHODS = ('agent.capabilities', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'dos.memory_map', 'dos.status', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.status', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
+    METHODS = ('agent.capabilities', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'dos.memory_map', 'dos.status', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
 
     def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT):
         self.transport = Transport(host, port, timeout)
         self.agent = AgentMethods(self)
         self.breakpoints = BreakpointsMethods(self)
+        self.checkpoints = CheckpointsMethods(self)
         self.dos = DosMethods(self)
         self.emulator = EmulatorMethods(self)
         self.execution = ExecutionMethods(self)

@@ -104,6 +104,54 @@ class InternalError(RpcError):
     reason = 'INTERNAL_ERROR'
 
 
+class SessionBusy(RpcError):
+    """SESSION_BUSY: session.start while a started program has not exited."""
+
+    reason = 'SESSION_BUSY'
+
+
+class TargetExited(RpcError):
+    """TARGET_EXITED: the session's program has exited (registers, memory and execution are gone; session.start runs another)."""
+
+    reason = 'TARGET_EXITED'
+
+
+class RequestIdConflict(RpcError):
+    """REQUEST_ID_CONFLICT: a request_id seen before with another method or params."""
+
+    reason = 'REQUEST_ID_CONFLICT'
+
+
+class ProgramNotFound(RpcError):
+    """PROGRAM_NOT_FOUND: session.start: no such program (or a folder) on the mount."""
+
+    reason = 'PROGRAM_NOT_FOUND'
+
+
+class NotExecutable(RpcError):
+    """NOT_EXECUTABLE: session.start: the file is not a .COM, .EXE or .BAT program."""
+
+    reason = 'NOT_EXECUTABLE'
+
+
+class BadExecutable(RpcError):
+    """BAD_EXECUTABLE: session.start: the program's header is corrupt or it is too big."""
+
+    reason = 'BAD_EXECUTABLE'
+
+
+class PathOutsideMount(RpcError):
+    """PATH_OUTSIDE_MOUNT: session.start: the path (or a link on it) leaves the mounted folder."""
+
+    reason = 'PATH_OUTSIDE_MOUNT'
+
+
+class StartFailed(RpcError):
+    """START_FAILED: session.start: the program did not reach its first instruction."""
+
+    reason = 'START_FAILED'
+
+
 REASONS = {
     'PARSE_ERROR': ParseError,
     'INVALID_REQUEST': InvalidRequest,
@@ -119,6 +167,14 @@ REASONS = {
     'DEVICE_ABSENT': DeviceAbsent,
     'UNSUPPORTED': Unsupported,
     'INTERNAL_ERROR': InternalError,
+    'SESSION_BUSY': SessionBusy,
+    'TARGET_EXITED': TargetExited,
+    'REQUEST_ID_CONFLICT': RequestIdConflict,
+    'PROGRAM_NOT_FOUND': ProgramNotFound,
+    'NOT_EXECUTABLE': NotExecutable,
+    'BAD_EXECUTABLE': BadExecutable,
+    'PATH_OUTSIDE_MOUNT': PathOutsideMount,
+    'START_FAILED': StartFailed,
 }
 
 

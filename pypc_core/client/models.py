@@ -429,6 +429,8 @@ class Stop(Model):
     emulated_time_ns: int | None = None
     emulated_time_limit: StopEmulatedTimeLimit | None = None
     message: str | None = None
+    exit_code: int | None = None
+    forced: bool | None = None
 
     _pypc_fields = (
         ('kind', 'kind', 'str', True),
@@ -443,6 +445,8 @@ class Stop(Model):
         ('emulated_time_ns', 'emulated_time_ns', 'int', False),
         ('emulated_time_limit', 'emulated_time_limit', ('model', 'StopEmulatedTimeLimit'), False),
         ('message', 'message', 'str', False),
+        ('exit_code', 'exit_code', 'int', False),
+        ('forced', 'forced', 'bool', False),
     )
 
 MODELS['Stop'] = Stop
@@ -775,6 +779,72 @@ class BreakpointsListResult(Model):
     )
 
 MODELS['BreakpointsListResult'] = BreakpointsListResult
+
+@attrs.define(kw_only=True)
+class CheckpointsCreateResult(Model):
+    """An object schema of a method."""
+
+    checkpoint_id: str
+    clock: int
+    state_revision: int
+
+    _pypc_fields = (
+        ('checkpoint_id', 'checkpoint_id', 'str', True),
+        ('clock', 'clock', 'int', True),
+        ('state_revision', 'state_revision', 'int', True),
+    )
+
+MODELS['CheckpointsCreateResult'] = CheckpointsCreateResult
+
+@attrs.define(kw_only=True)
+class CheckpointsDeleteResult(Model):
+    """An object schema of a method."""
+
+    checkpoint_id: str
+    deleted: bool
+    state_revision: int
+
+    _pypc_fields = (
+        ('checkpoint_id', 'checkpoint_id', 'str', True),
+        ('deleted', 'deleted', 'bool', True),
+        ('state_revision', 'state_revision', 'int', True),
+    )
+    _pypc_consts = {'deleted': True}
+
+MODELS['CheckpointsDeleteResult'] = CheckpointsDeleteResult
+
+@attrs.define(kw_only=True)
+class CheckpointsListResult(Model):
+    """An object schema of a method."""
+
+    checkpoints: list[CheckpointsCreateResult]
+    state_revision: int
+
+    _pypc_fields = (
+        ('checkpoints', 'checkpoints', ('list', ('model', 'CheckpointsCreateResult')), True),
+        ('state_revision', 'state_revision', 'int', True),
+    )
+
+MODELS['CheckpointsListResult'] = CheckpointsListResult
+
+@attrs.define(kw_only=True)
+class CheckpointsRestoreResult(Model):
+    """An object schema of a method."""
+
+    checkpoint_id: str
+    clock: int
+    state_revision: int
+    restored: bool
+
+    _pypc_fields = (
+        ('checkpoint_id', 'checkpoint_id', 'str', True),
+        ('clock', 'clock', 'int', True),
+        ('state_revision', 'state_revision', 'int', True),
+        ('restored', 'restored', 'bool', True),
+    )
+    _pypc_consts = {'restored': True}
+
+MODELS['CheckpointsRestoreResult'] = CheckpointsRestoreResult
 
 @attrs.define(kw_only=True)
 class DosMemoryMapResult(Model):
@@ -1295,6 +1365,53 @@ class SerialWriteResult(Model):
 MODELS['SerialWriteResult'] = SerialWriteResult
 
 @attrs.define(kw_only=True)
+class SessionStartParamTarget(Model):
+    """An object schema of a method."""
+
+    command: str
+    arguments: list[str] | None = None
+
+    _pypc_fields = (
+        ('command', 'command', 'str', True),
+        ('arguments', 'arguments', ('list', 'str'), False),
+    )
+
+MODELS['SessionStartParamTarget'] = SessionStartParamTarget
+
+@attrs.define(kw_only=True)
+class SessionStartParamMount(Model):
+    """An object schema of a method."""
+
+    drive: str
+    host_path: str
+
+    _pypc_fields = (
+        ('drive', 'drive', 'str', True),
+        ('host_path', 'host_path', 'str', True),
+    )
+
+MODELS['SessionStartParamMount'] = SessionStartParamMount
+
+@attrs.define(kw_only=True)
+class SessionStartResult(Model):
+    """An object schema of a method."""
+
+    session_id: str
+    state: str
+    stop_reason: Stop
+    state_revision: int
+
+    _pypc_fields = (
+        ('session_id', 'session_id', 'str', True),
+        ('state', 'state', 'str', True),
+        ('stop_reason', 'stop_reason', ('model', 'Stop'), True),
+        ('state_revision', 'state_revision', 'int', True),
+    )
+    _pypc_consts = {'state': 'stopped'}
+
+MODELS['SessionStartResult'] = SessionStartResult
+
+@attrs.define(kw_only=True)
 class SessionStatusResult(Model):
     """An object schema of a method."""
 
@@ -1304,6 +1421,7 @@ class SessionStatusResult(Model):
     clock: int
     target: SessionStatusResultTarget
     last_stop: Stop | None
+    exit_code: int | None = None
 
     _pypc_fields = (
         ('session_id', 'session_id', 'str', True),
@@ -1312,8 +1430,8 @@ class SessionStatusResult(Model):
         ('clock', 'clock', 'int', True),
         ('target', 'target', ('model', 'SessionStatusResultTarget'), True),
         ('last_stop', 'last_stop', ('optional', ('model', 'Stop')), True),
+        ('exit_code', 'exit_code', 'int', False),
     )
-    _pypc_consts = {'session_id': 'pypc'}
 
 MODELS['SessionStatusResult'] = SessionStatusResult
 
@@ -1324,15 +1442,37 @@ class SessionStatusResultTarget(Model):
     cpu: str
     memory_bytes: int
     video: str
+    command: str | None = None
+    arguments: list[str] | None = None
+    mounts: list[SessionStartParamMount] | None = None
 
     _pypc_fields = (
         ('cpu', 'cpu', 'str', True),
         ('memory_bytes', 'memory_bytes', 'int', True),
         ('video', 'video', 'str', True),
+        ('command', 'command', 'str', False),
+        ('arguments', 'arguments', ('list', 'str'), False),
+        ('mounts', 'mounts', ('list', ('model', 'SessionStartParamMount')), False),
     )
     _pypc_consts = {'cpu': '8088', 'memory_bytes': 1048576}
 
 MODELS['SessionStatusResultTarget'] = SessionStatusResultTarget
+
+@attrs.define(kw_only=True)
+class SessionStopResult(Model):
+    """An object schema of a method."""
+
+    session_id: str
+    operation_id: str
+    state_revision: int
+
+    _pypc_fields = (
+        ('session_id', 'session_id', 'str', True),
+        ('operation_id', 'operation_id', 'str', True),
+        ('state_revision', 'state_revision', 'int', True),
+    )
+
+MODELS['SessionStopResult'] = SessionStopResult
 
 @attrs.define(kw_only=True)
 class StateObserveParamMemoryItem(Model):
