@@ -354,3 +354,39 @@ def test_the_session_methods_are_listed_as_extensions(srv):
     for name in ("session.start", "session.stop", "checkpoints.create", "checkpoints.list",
                  "checkpoints.restore", "checkpoints.delete"):
         assert name in methods
+
+
+def test_session_start_is_unsupported_inside_pypc_run(tmp_path, workdir):
+    """The launcher owns its machine's loop: the server inside ``pypc run``
+    refuses session.start and keeps its machine."""
+    from pypc_core.machine import Machine, MachineConfig
+    from pypc_core.rpc.errors import RpcError
+    from pypc_core.rpc.launch import LauncherRpc
+    from pypc_rpc_methods import session
+
+    machine = Machine(MachineConfig(plugins=["cga"]))
+    rpc = LauncherRpc(machine, 0)
+    try:
+        ctl = rpc.controller
+        ctl.running = False
+        with pytest.raises(RpcError) as err:
+            session.start(ctl, {"target": {"command": "AGENTFIX.COM"},
+                                "mounts": [{"drive": "C", "host_path": str(workdir)}]})
+        assert err.value.reason == "UNSUPPORTED"
+        assert ctl.machine is machine and ctl.session is None
+    finally:
+        rpc.close()
+        machine.close()
+
+
+def test_a_breakpoint_inside_a_stepped_over_call_stops_it_there(srv, workdir):
+    c = srv.client()
+    start(c, workdir, "STEPOVER.COM")
+    cs = regs(c)["segments"]["cs"]
+    inner = c.call("breakpoints.create", {"kind": "execution", "address": seg(cs, 0x0121)})
+    before = c.call("breakpoints.list")["breakpoints"]
+    stop = step(c, "over")                      # CALL sub1 -> CALL sub2 at 0121h
+    assert stop["kind"] == "breakpoint" and stop["breakpoint_id"] == inner["breakpoint_id"]
+    assert regs(c)["ip"] == 0x0121
+    assert [b["breakpoint_id"] for b in c.call("breakpoints.list")["breakpoints"]] == \
+        [b["breakpoint_id"] for b in before]
