@@ -7,7 +7,8 @@ with the built-in BIOS and DOS for one program (``pypc_core.dos.session.
 DosSession``), stopped on the program's first instruction (stop kind
 ``startup``), and the controller runs that machine from then on (the
 previous one is left alone; a previous session's machine is closed).  The
-session is ``ses-N``.  Its program's end, on its own or forced by
+session is ``ses-N``; CPU and hardware traces, video histories and
+retained video snapshots of the previous machine end with it.  Its program's end, on its own or forced by
 ``session.stop``, is a ``program_exit`` stop with the exit code; after it,
 methods that need a live program answer ``TARGET_EXITED`` until
 ``checkpoints.restore`` goes back before the end or ``session.start`` runs
@@ -29,6 +30,8 @@ from pypc_core.dos.session import DosSession
 from pypc_core.errors import PypcError
 from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import segmented
+
+from .snapshot import _clear_journals
 
 SESSION_ID = "pypc"
 PROGRAM_EXTENSIONS = (".COM", ".EXE", ".BAT")
@@ -180,6 +183,10 @@ def start(ctl, params):
                       f"({stop['kind']})", "START_FAILED", console=console[-512:])
     sid = f"ses-{ctl.extensions.get('next_session', 1)}"
     ctl.extensions["next_session"] = int(sid[4:]) + 1
+    _clear_journals(ctl)                    # traces and histories are of the old machine
+    for name in ("limit_hooks", "slice_hooks"):
+        hooks = getattr(ctl, name)
+        hooks[:] = [h for h in hooks if not getattr(h, "_video_history", 0)]
     ctl.adopt(ds.machine)
     if current is not None:
         current.dos_session.close()

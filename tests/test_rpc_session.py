@@ -390,3 +390,17 @@ def test_a_breakpoint_inside_a_stepped_over_call_stops_it_there(srv, workdir):
     assert regs(c)["ip"] == 0x0121
     assert [b["breakpoint_id"] for b in c.call("breakpoints.list")["breakpoints"]] == \
         [b["breakpoint_id"] for b in before]
+
+
+def test_a_trace_of_the_previous_machine_ends_with_session_start(srv, workdir):
+    c = srv.client()
+    c.call("execution.pause")
+    c.call("trace.start", {"instruction_count": 100})
+    start(c, workdir, "AGENTFIX.COM")
+    assert srv.controller.slice_hooks == [] and srv.controller.limit_hooks == []
+    err = c.error("trace.read", {"cursor": None, "limit": 10})
+    assert err["data"]["reason"] == "PRECONDITION_FAILED"
+    c.call("trace.start", {"instruction_count": 10})     # a new trace of the program
+    step(c)
+    events = c.call("trace.read", {"cursor": None, "limit": 10})["events"]
+    assert [e["address"]["offset"] for e in events][:1] == [0x0100]
