@@ -198,6 +198,12 @@ def test_a_program_that_exits_on_its_own_reports_its_exit_code(srv, workdir):
     stop = resume(c)
     assert stop["kind"] == "program_exit" and stop["exit_code"] == 0
     assert "forced" not in stop
+    (workdir / "EXIT42.COM").write_bytes(bytes([0xB8, 0x2A, 0x4C, 0xCD, 0x21]))  # AX=4C2Ah
+    assert start(c, workdir, "EXIT42.COM")["session_id"] == "ses-2"
+    stop = resume(c)
+    assert stop["kind"] == "program_exit" and stop["exit_code"] == 42
+    status = c.call("session.status")
+    assert status["state"] == "exited" and status["exit_code"] == 42
 
 
 def test_a_second_start_is_busy_and_leaves_the_first_untouched(srv, workdir):
