@@ -444,6 +444,7 @@ class BreakpointTable:
         self._armed_exec = np.zeros(0, dtype=np.int64)
         self._armed_watch = np.zeros(0, dtype=np.int64)
         self._armed_pages = set()
+        self.io_armed = False          # any I/O breakpoint armed (read per port exit)
 
     # -- the public interface ------------------------------------------------
     def add(self, kind, address=None, *, port=None, number=None, length=1, ah=None, al=None,
@@ -590,6 +591,7 @@ class BreakpointTable:
             ctl[S.C_INT_MASK + i] = np.int64(int_mask[i] - (1 << 64) if int_mask[i] >> 63
                                              else int_mask[i])
         words = _io_words(io_ranges)
+        self.io_armed = bool(words)
         ctl[S.C_IOW_N] = len(words)
         for i, w in enumerate(words):
             ctl[S.C_IOW + i] = w
@@ -735,6 +737,7 @@ class Trace:
         self.effects = bool(effects)
         cpu.ctl[S.C_TRACE_N] = 0
         cpu.ctl[S.C_TRACE] = 1 | (2 if registers else 0) | (4 if effects else 0)
+        cpu.tracing = True
         if effects:
             # a bigger effect ring for the trace's lifetime
             self._saved_effects = cpu.effects
@@ -747,6 +750,7 @@ class Trace:
         if not self.active:
             return
         cpu.ctl[S.C_TRACE] = 0
+        cpu.tracing = False
         if self.effects:
             cpu.end_record()
         self.active = False

@@ -14,7 +14,6 @@ the next device event, so the guest sees the same thing at any host speed.
 """
 
 import os
-import threading
 
 import attrs
 
@@ -74,7 +73,9 @@ class Machine:
                        self.ports.port_kind, self.ports.port_io)
         self.breakpoints = BreakpointTable(self.cpu, self.memory)
         self.trace = Trace(self.cpu)
-        self._pause = threading.Event()
+        # a plain flag (assigning a bool is atomic): another thread sets it,
+        # the run loop reads it once a slice
+        self._pause_requested = False
         self._resume_pc = None      # where the last breakpoint stop (exec or INT) left us
         self.last_stop = None
         self.devices = {}          # name -> Device (chipset and plugins)
@@ -370,11 +371,12 @@ class Machine:
         cpu = self.cpu
         ctl = cpu.ctl
         if reason == S.EXIT_IO_IN or reason == S.EXIT_IO_OUT:
+            if not self.breakpoints.io_armed:
+                self._service_exit(reason)
+                return None
             port, width = int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])
             cs, ip = int(cpu.regs[S.CS]), int(cpu.regs[S.IP])
             self._service_exit(reason)
-            if ctl[S.C_IOW_N] == 0:
-                return None
             if reason == S.EXIT_IO_IN:
                 value, direction = int(ctl[S.C_IO_VALUE]), "read"
             else:
@@ -535,28 +537,32 @@ class Machine:
         sched = self.scheduler
         self._arm_resume()
         pc_before = cpu.pc
+        slice_cycles = self.SLICE_CYCLES
+        # (an IN that Python answered finishes first: stops fall on
+        # instruction boundaries)
+        answered_in = ctl[S.C_IO_READY] != 0
         try:
             while True:
-                # (an IN that Python answered finishes first: stops fall
-                # on instruction boundaries)
-                answered_in = ctl[S.C_IO_READY] != 0
-                if self._pause.is_set() and not answered_in:
-                    self._pause.clear()
-                    return self._stop("pause")
                 now = int(ctl[S.C_CYCLES])
-                if now >= target and not answered_in:
-                    return self._stop("budget")
-                reason = cpu.run(sched.next_stop(min(target, now + self.SLICE_CYCLES)))
+                if not answered_in:
+                    if self._pause_requested:
+                        self._pause_requested = False
+                        return self._stop("pause")
+                    if now >= target:
+                        return self._stop("budget")
+                reason = cpu.run(sched.next_stop(min(target, now + slice_cycles)))
                 if self.memory.handler_error is not None:
                     raise self.memory.take_handler_error()
                 if reason == S.EXIT_BUDGET:
+                    answered_in = False
                     sched.pace()
                     continue
                 stop = self._handle_exit(reason)
-                if reason == S.EXIT_HALT:
-                    sched.pace()
                 if stop is not None:
                     return stop
+                answered_in = reason == S.EXIT_IO_IN
+                if reason == S.EXIT_HALT:
+                    sched.pace()
         finally:
             self._after_run(pc_before)
 
@@ -567,10 +573,10 @@ class Machine:
         """Make the run in progress (or the next one) return
         ``Stop("pause")`` at the next instruction boundary it reaches; safe
         to call from any thread."""
-        self._pause.set()
+        self._pause_requested = True
 
     def cancel_pause(self):
-        self._pause.clear()
+        self._pause_requested = False
 
     def step(self, record=False):
         """One Tick: execute one instruction (into INT handlers), or enter a
@@ -818,6 +824,7 @@ class Machine:
         self.cpu.set_state(state["cpu"])
         self.cpu.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX] = debugger_words
         self.cpu.ctl[S.C_RECORD], self.cpu.ctl[S.C_EFFECTS] = recording
+        self.cpu.tracing = bool(self.cpu.ctl[S.C_TRACE])
         self.cpu.ctl[S.C_SKIP_BP] = self.cpu.ctl[S.C_SKIP_INT] = 0
         for name, dev in self.devices.items():
             dev.set_state(state["devices"][name])

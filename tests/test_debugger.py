@@ -492,3 +492,14 @@ def test_a_breakpoint_where_a_budget_slice_ends_still_stops_the_next_run(m):
     stop = m.run_for(1_000_000)
     assert stop.breakpoint is intbp and ip(m) == INT1
     assert m.step().kind == "step" and ip(m) == INT60     # a step always executes
+
+
+def test_a_reset_keeps_the_breakpoints_armed(m):
+    bp = m.breakpoints.add("int", number=0x60)
+    w = m.breakpoints.add("io_write", port=0x80)
+    m.cpu.reset()
+    assert m.cpu.ctl[S.C_IOW_N] == 1 and m.cpu.ctl[S.C_INT_MASK + 1]
+    m.memory.write(START, program())
+    m.cpu.regs[S.CS], m.cpu.regs[S.IP] = 0, START
+    assert m.run_for(1_000_000).breakpoint is bp
+    assert m.run_for(1_000_000).breakpoint is w

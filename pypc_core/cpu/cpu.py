@@ -31,13 +31,14 @@ class Cpu:
         self.effects = np.zeros((S.MAX_EFFECTS, 4), dtype=np.int64)
         # the instruction trace ring (one unused row while no trace runs)
         self.trace_buf = np.zeros((1, S.TRACE_WORDS), dtype=np.int64)
+        self.tracing = False       # mirrors ctl[C_TRACE] != 0 (read on every run)
         self.r = Registers(self.regs)
 
     # -- running ------------------------------------------------------------
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
         self.ctl[S.C_DEADLINE] = until_cycle
-        if self.ctl[S.C_TRACE]:
+        if self.tracing:
             return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
                                    self.trace_buf)
@@ -128,6 +129,7 @@ class Cpu:
             raise ValueError("CPU state has the wrong layout")
         self.regs[:] = regs
         self.ctl[:] = ctl
+        self.tracing = bool(self.ctl[S.C_TRACE])
 
     def reset(self):
         """8088 reset: CS=FFFFh, IP=0, flags clear, other registers 0."""
@@ -135,5 +137,11 @@ class Cpu:
         self.regs[S.CS] = 0xFFFF
         self.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
         keep = self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE]
+        # the debugger's words (breakpoint masks, watched ports, the trace
+        # and the effect recorder) outlive a reset: they are the session's
+        debugger = self.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX].copy()
+        recording = self.ctl[S.C_RECORD], self.ctl[S.C_EFFECTS]
         self.ctl[:] = 0
         self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE] = keep
+        self.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX] = debugger
+        self.ctl[S.C_RECORD], self.ctl[S.C_EFFECTS] = recording
