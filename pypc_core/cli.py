@@ -9,6 +9,8 @@
   reference page from ``schemas/`` (``pypc_core/codegen.py``)
 * ``pypc mcp [--connect PORT] [-- RUN OPTIONS]`` -- the RPC methods as MCP tools
   over stdio (``pypc_core/mcp_adapter.py``)
+* ``pypc console [--port PORT] [-- RUN OPTIONS]`` -- the TUI debugger over RPC
+  (``pypc_core/console/``)
 
 User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
 prints the traceback before that line; the status stays 2); ``pypc run``
@@ -24,7 +26,7 @@ import sys
 
 from .errors import PypcError
 
-SUBCOMMANDS = ("run", "plugins", "gen", "mcp")
+SUBCOMMANDS = ("run", "plugins", "gen", "mcp", "console")
 EXIT_USAGE = 2
 
 
@@ -221,6 +223,15 @@ def build_parser():
                      help="the JSON-RPC port of a running pypc on 127.0.0.1")
     mcp.add_argument("run_options", nargs=argparse.REMAINDER,
                      help="after --: options for the pypc run it starts (without --connect)")
+    console = sub.add_parser("console", help="TUI debugger attached to a pypc over JSON-RPC",
+                             usage="pypc console [--port PORT] [-- RUN OPTIONS]",
+                             description="A full-screen debugger (docs/console.md) on a "
+                                         "running pypc's JSON-RPC port, or on a headless "
+                                         "'pypc run' it starts with RUN OPTIONS.")
+    console.add_argument("--port", dest="connect", type=_rpc_port, metavar="PORT",
+                         help="the JSON-RPC port of a running pypc on 127.0.0.1")
+    console.add_argument("run_options", nargs=argparse.REMAINDER,
+                         help="after --: options for the pypc run it starts (without --port)")
     return parser, run
 
 
@@ -234,8 +245,9 @@ def _run_options(args):
     if rest and rest[0] == "--":
         rest = rest[1:]
     if rest and args.connect is not None:
+        option = "--connect" if args.command == "mcp" else "--port"
         raise PypcError(f"pypc {args.command}: run options ({' '.join(rest)}) go with "
-                        f"starting a pypc, not with --connect")
+                        f"starting a pypc, not with {option}")
     return rest
 
 
@@ -377,6 +389,9 @@ def main(argv=None):
         if args.command == "mcp":
             from . import mcp_adapter
             return mcp_adapter.main(args.connect, _run_options(args))
+        if args.command == "console":
+            from .console import app
+            return app.run(args.connect, _run_options(args))
         return cmd_plugins(args)
     except KeyboardInterrupt:
         sys.stderr.write("pypc: interrupted\n")

@@ -17,15 +17,11 @@ OPTIONS]``, ended when the MCP session ends.
 
 import copy
 import json
-import os
-import subprocess
-import sys
-import threading
 
 from .errors import PypcError
+from .spawn import SpawnedPypc
 
 REF_PREFIX = "#/components/schemas/"
-START_TIMEOUT_S = 300           # a cold start compiles the CPU core (about 25 s, more if loaded)
 
 
 class McpAdapterError(PypcError):
@@ -90,10 +86,10 @@ class Backend:
 
     def __init__(self, port=None, run_args=(), stderr=None):
         from .client.transport import Transport, TransportError
-        self.process = None
-        self.stderr = stderr or sys.stderr
+        self.spawned = None
         if port is None:
-            port = self._start(list(run_args))
+            self.spawned = SpawnedPypc(list(run_args), stderr)
+            port = self.spawned.port
         self.port = port
         try:
             self.transport = Transport(port=port, timeout=120)
@@ -104,52 +100,14 @@ class Backend:
             self.close()
             raise
 
-    def _start(self, run_args):
-        cmd = [sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--rpc-port", "0",
-               "--timeout", "31536000"] + run_args
-        env = dict(os.environ)
-        self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                        env=env)
-        port = None
-        lines = []
-        timer = threading.Timer(START_TIMEOUT_S, self.process.kill)
-        timer.start()
-        try:
-            for raw in self.process.stderr:
-                line = raw.decode("utf-8", "replace")
-                if line.startswith("pypc: JSON-RPC on "):
-                    port = int(line.rsplit(":", 1)[1])
-                    break
-                lines.append(line)
-        finally:
-            timer.cancel()
-        if port is None:
-            self.process.wait()
-            raise McpAdapterError("the pypc it started ended before serving JSON-RPC: "
-                                  + (" ".join("".join(lines).split()) or
-                                     f"exit status {self.process.returncode}"))
-
-        def drain():                            # its later messages go to our stderr
-            for raw in self.process.stderr:
-                self.stderr.write(raw.decode("utf-8", "replace"))
-                self.stderr.flush()
-        threading.Thread(target=drain, daemon=True).start()
-        return port
-
     def call(self, method, arguments):
         return self.transport.request(method, arguments or {})
 
     def close(self):
         if getattr(self, "transport", None) is not None:
             self.transport.close()
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.spawned is not None:
+            self.spawned.close()
 
 
 def build_server(backend, doc=None):

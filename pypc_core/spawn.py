@@ -1,0 +1,65 @@
+"""Start a headless ``pypc run`` serving JSON-RPC on a free port, for the
+front ends that attach over RPC (``pypc mcp``, ``pypc console``)."""
+
+import subprocess
+import sys
+import threading
+
+from .errors import PypcError
+
+START_TIMEOUT_S = 300           # a cold start compiles the CPU core (about 25 s, more if loaded)
+RUN_FOREVER = ["--timeout", "31536000"]      # a year of emulated time
+
+
+class SpawnError(PypcError):
+    pass
+
+
+class SpawnedPypc:
+    """``pypc run --headless --rpc-port 0 --timeout 31536000 RUN_ARGS`` (a
+    ``--timeout`` in RUN_ARGS wins); :attr:`port` is its JSON-RPC port.  Its
+    stdout is discarded (it may be another protocol's channel) and its
+    stderr, after the port line, is copied to ``stderr``."""
+
+    def __init__(self, run_args=(), stderr=None):
+        self.stderr = stderr or sys.stderr
+        cmd = [sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--rpc-port", "0",
+               *RUN_FOREVER, *run_args]
+        self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        port, lines = None, []
+        timer = threading.Timer(START_TIMEOUT_S, self.process.kill)
+        timer.start()
+        try:
+            for raw in self.process.stderr:
+                line = raw.decode("utf-8", "replace")
+                if line.startswith("pypc: JSON-RPC on "):
+                    port = int(line.rsplit(":", 1)[1])
+                    break
+                lines.append(line)
+        finally:
+            timer.cancel()
+        if port is None:
+            self.process.wait()
+            raise SpawnError("the pypc it started ended before serving JSON-RPC: " +
+                             (" ".join("".join(lines).split()) or
+                              f"exit status {self.process.returncode}"))
+        self.port = port
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for raw in self.process.stderr:
+            try:
+                self.stderr.write(raw.decode("utf-8", "replace"))
+                self.stderr.flush()
+            except (OSError, ValueError):
+                return
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
