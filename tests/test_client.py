@@ -578,3 +578,41 @@ def test_bytes_and_models_encode_for_the_wire():
     assert encode(M.AddressObject(space="segmented", segment=1, offset=2)) == \
         {"space": "segmented", "segment": 1, "offset": 2}
     assert encode(M.AddressObject(offset=5)) == {"offset": 5}
+
+
+def test_every_reason_has_its_exception_class():
+    from pypc_core.client import errors
+    from pypc_core.rpc.errors import REASONS
+    assert set(errors.REASONS) == set(REASONS)
+    for reason, cls in errors.REASONS.items():
+        exc = errors.error_from_reply({"code": -32602, "message": "m",
+                                       "data": {"reason": reason, "x": 1}})
+        assert type(exc) is cls and isinstance(exc, RpcError)
+        assert (exc.reason, exc.code, exc.message, exc.data["x"]) == (reason, -32602, "m", 1)
+    unknown = errors.error_from_reply({"code": -32000, "message": "m",
+                                       "data": {"reason": "SOMETHING_NEW"}})
+    assert type(unknown) is RpcError and unknown.reason == "SOMETHING_NEW"
+    assert errors.TargetRunning.__name__ == "TargetRunning"
+    assert errors.RevisionMismatch.reason == "REVISION_MISMATCH"
+
+
+def test_pypc_gen_command(tmp_path):
+    import subprocess
+    import sys
+    run = [sys.executable, "-m", "pypc_core.cli", "gen"]
+    out = subprocess.run(run + ["client", "--out", str(tmp_path / "pkg")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in (tmp_path / "pkg").glob("*.py")) == \
+        sorted(codegen.GENERATED + codegen.HANDWRITTEN)
+    # the package stands alone: no pypc_core import
+    out = subprocess.run([sys.executable, "-I", "-c", "import sys; sys.path.insert(0, '.'); import pkg; "
+                          "assert 'pypc_core' not in sys.modules; print(len(pkg.Client.METHODS))"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0 and int(out.stdout) == len(Client.METHODS), out.stderr
+    out = subprocess.run(run + ["docs", "--out", str(tmp_path)], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "is a directory" in out.stderr
+    out = subprocess.run(run + ["all", "--out", str(tmp_path)], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "--out goes with" in out.stderr
