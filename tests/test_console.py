@@ -58,7 +58,9 @@ def test_numbers_and_addresses():
     assert parse_value("7Bh") == 0x7B
     assert parse_address("1234:0100", 0) == (0x1234, 0x100)
     assert parse_address("100", 0x2000) == (0x2000, 0x100)
-    for bad in ("xyz", "", "12345:0"):
+    assert parse_address("B8000", 0) == (0xB800, 0)            # linear
+    assert parse_address("12345", 0) == (0x1234, 5)
+    for bad in ("xyz", "", "12345:0", "100000"):
         with pytest.raises(CommandError):
             parse_address(bad, 0)
 
@@ -194,6 +196,13 @@ def test_pilot_steps_breaks_and_edits(fx):
             await pilot.press("f6")
             assert await settle(app, pilot, lambda: not app.view.running)
             assert app.view.registers.ip == 9                        # jmp $ forever
+            # another client runs and stops the machine: the console shows both
+            with Client(port=fx.port) as other:
+                other.execution.continue_()
+                assert await settle(app, pilot, lambda: app.view.running)
+                other.execution.pause()
+            assert await settle(app, pilot, lambda: not app.view.running)
+            assert "last stop: pause at 1000:0009" in pane_text(app, "#stop")
     asyncio.run(main())
     session.close()
 

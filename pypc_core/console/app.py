@@ -5,7 +5,8 @@ thing that talks to pypc); the UI thread only draws what a worker hands it,
 so the console answers keys while the guest runs, while a step runs and while
 a stop is awaited.  A watcher thread waits for the execution operation in
 progress (``execution.wait`` in 250 ms slices) and redraws every pane when it
-stops; while the guest runs the panes are re-read twice a second.
+stops; besides, the panes are re-read twice a second (the guest runs, or
+another client stopped or changed it).
 """
 
 import threading
@@ -141,7 +142,9 @@ class ConsoleApp(App):
             self._watching.release()
 
     def _refresh_if_running(self):
-        if self.view is not None and self.view.running and not self._busy.locked():
+        """Re-read the panes (the guest runs, or another client may stop or
+        change it) unless a job is reading them already."""
+        if self.view is not None and not self._busy.locked():
             self.run_worker(self._refresh_running, thread=True, group="refresh",
                             exclusive=True)
 

@@ -47,8 +47,9 @@ def parse_value(text, what="value"):
 
 
 def parse_address(text, default_segment):
-    """``SSSS:OOOO`` (segment may be a register name) or ``OOOO`` in
-    ``default_segment``; returns ``(segment, offset)``."""
+    """``SSSS:OOOO``, ``OOOO`` in ``default_segment``, or a linear address
+    of five hex digits (``B8000`` is ``B800:0000``); returns
+    ``(segment, offset)``."""
     text = text.strip()
     if ":" in text:
         seg_text, off_text = text.split(":", 1)
@@ -56,6 +57,8 @@ def parse_address(text, default_segment):
         offset = parse_value(off_text, "offset")
     else:
         segment, offset = default_segment, parse_value(text, "offset")
+        if 0xFFFF < offset <= 0xFFFFF:            # five hex digits: a linear address
+            segment, offset = offset >> 4, offset & 0xF
     if segment > 0xFFFF or offset > 0xFFFF:
         raise CommandError(f"address {text!r}: segment and offset are 16-bit")
     return segment, offset
@@ -105,7 +108,7 @@ class DebugSession:
         status = c.session.status()
         running = status.state == "running"
         view = View(running=running, revision=status.state_revision)
-        if status.last_stop is not None and not self.stop_text:
+        if status.last_stop is not None:
             self.stop_text = describe_stop(status.last_stop)
         view.stop = ("running" if running else "stopped") + \
             (f" -- last stop: {self.stop_text}" if self.stop_text else "")
