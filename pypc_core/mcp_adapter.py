@@ -1,8 +1,9 @@
 """``pypc mcp``: the JSON-RPC agent API as Model Context Protocol tools,
 served over stdio with the official MCP Python SDK (``mcp``).
 
-One tool per RPC method of the OpenRPC document ``schemas/`` assemble into
-(the same document ``rpc.discover`` serves): the tool's name is the method's
+One tool per RPC method of the server's OpenRPC document (``rpc.discover``,
+assembled from ``schemas/`` and the schemas of any third-party method
+group): the tool's name is the method's
 with ``_`` for ``.`` (``memory.read`` -> ``memory_read``), its input schema
 the method's params schema and its output schema the result schema, both
 with the shared definitions inlined.  A call forwards the arguments
@@ -103,6 +104,14 @@ class Backend:
     def call(self, method, arguments):
         return self.transport.request(method, arguments or {})
 
+    def openrpc(self):
+        """The server's own OpenRPC document (``rpc.discover``): the methods
+        it really has, third-party groups included."""
+        reply = self.call("rpc.discover", {})
+        if "result" not in reply:
+            raise McpAdapterError(f"rpc.discover failed: {reply.get('error')}")
+        return reply["result"]
+
     def close(self):
         if getattr(self, "transport", None) is not None:
             self.transport.close()
@@ -116,7 +125,7 @@ def build_server(backend, doc=None):
     import mcp_types as types
     from mcp.server.lowlevel import Server
 
-    specs = tool_specs(doc)
+    specs = tool_specs(doc if doc is not None else backend.openrpc())
     by_name = {s[0]: s for s in specs}
     tools = [types.Tool(name=name, description=desc, input_schema=params,
                         output_schema=result)
