@@ -119,3 +119,17 @@ def test_mcp_starts_its_own_pypc():
         low = await call(session, "memory_read", {"address": 0x400, "length": 2})
         assert base64.b64decode(low["data_base64"]) == bytes.fromhex("f803")  # COM1 at 3F8h
     run_session(["--", "--plugins", "cga,uart"], body)
+
+
+@pytest.mark.parametrize("command", ["mcp", "console"])
+def test_bad_run_options_are_one_line_errors(command):
+    import subprocess
+    out = subprocess.run([sys.executable, "-m", "pypc_core.cli", command, "--", "--bogus"],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("pypc: error: the pypc it started ended before serving "
+                                 "JSON-RPC: pypc: error: unrecognized arguments: --bogus")
+    flag = "--connect" if command == "mcp" else "--port"
+    out = subprocess.run([sys.executable, "-m", "pypc_core.cli", command, flag, "1", "--",
+                          "--turbo"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and f"not with {flag}" in out.stderr
