@@ -73,8 +73,7 @@ def test_session_commands(fx):
         assert view.disasm[0][3] == "mov cx,0x3" and view.disasm[0][4]      # current line
         assert s.command("t").startswith("step")
         assert s.registers().general.cx == 3
-        assert s.command("p").startswith("running to")                    # call: run through
-        assert s.wait_stop(5000).startswith("run_until")
+        assert s.command("p").startswith("step at 1000:0006")             # call: run through
         regs = s.registers()
         assert regs.ip == 6 and regs.general.ax == 1 and regs.general.bx == 1
         assert s.command("bp 1000:0008").startswith("breakpoint bp-")
@@ -257,3 +256,23 @@ def test_console_in_tmux(fx):
             time.sleep(0.1)
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_step_over_on_a_server_without_mode_over(fx, monkeypatch):
+    from pypc_core.client import Unsupported
+    s = load(fx)
+    try:
+        step = s.client.execution.step
+
+        def old_server_step(*, mode=None, rpc_timeout=None):
+            if mode == "over":
+                raise Unsupported(-32602, "mode over is unsupported", {"reason": "UNSUPPORTED"})
+            return step(mode=mode, rpc_timeout=rpc_timeout)
+        monkeypatch.setattr(s.client.execution, "step", old_server_step)
+        s.command("t")
+        assert s.command("p") == "running to 1000:0006"      # a one-shot run_until
+        assert s.wait_stop(5000).startswith("run_until")
+        regs = s.registers()
+        assert regs.ip == 6 and regs.general.ax == 1
+    finally:
+        s.close()

@@ -14,7 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ..client import (Client, ClientError, RevisionMismatch, RpcError, models as M)
+from ..client import (Client, ClientError, InvalidParams, RevisionMismatch, RpcError,
+                      Unsupported, models as M)
 from ..cpu import disasm
 
 REG16 = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di")
@@ -200,9 +201,17 @@ class DebugSession:
         return self._finish(op.operation_id, "step")
 
     def step_over(self):
-        """CALL, INT, LOOP and REP run through to the next instruction (a
-        one-shot run_until); anything else is one step."""
+        """CALL, INT, LOOP and REP run through to the next instruction;
+        anything else is one step.  The server's ``execution.step`` mode
+        ``over`` does it; a server without it gets a one-shot run_until to
+        the next instruction instead."""
         self._need_paused("step over")
+        try:
+            op = self.client.execution.step(mode="over")
+        except (Unsupported, InvalidParams):
+            pass
+        else:
+            return self._finish(op.operation_id, "step over")
         regs = self.registers()
         cs, ip = regs.segments.cs, regs.ip
         code = self.client.memory.read(address=seg_addr(cs, ip), length=8).data
