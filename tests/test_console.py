@@ -276,3 +276,35 @@ def test_step_over_on_a_server_without_mode_over(fx, monkeypatch):
         assert regs.ip == 6 and regs.general.ax == 1
     finally:
         s.close()
+
+
+def test_pilot_run_to_cursor_and_go_to_address(fx):
+    session = load(fx)
+
+    async def main():
+        app = ConsoleApp(session)
+        async with app.run_test(size=(176, 52)) as pilot:
+            assert await settle(app, pilot, lambda: app.view is not None)
+            for _ in range(3):
+                await pilot.press("down")
+            assert session.cursor_address() == (SEG, 8)
+            await pilot.press("f4")                                  # run to the cursor
+            assert await settle(app, pilot, lambda: app.view.registers.ip == 8 and
+                                not app.view.running)
+            assert app.view.registers.general.cx == 0 and app.view.registers.general.ax == 3
+            assert "run_until at 1000:0008" in pane_text(app, "#stop")
+            await pilot.press("ctrl+g")                              # go to an address
+            assert app.query_one("#cmd").value == "u "
+            await pilot.press(*"1000:000C", "enter")
+            assert await settle(app, pilot, lambda: app.view.disasm[0][1] == 0xC)
+            assert app.view.disasm[0][3] == "inc ax"
+            revision = app.view.revision
+            with Client(port=fx.port) as other:           # refreshes change nothing
+                other.memory.write(address=0x600, data=b"\x01")
+            assert await settle(app, pilot, lambda: app.view.revision > revision)
+            assert app.view.disasm[0][1] == 0xC
+            await pilot.press("f8")                                  # CS:IP moves: back
+            assert await settle(app, pilot, lambda: app.view.registers.ip == 9)
+            assert app.view.disasm[0][1] == 9 and app.view.disasm[0][4]
+    asyncio.run(main())
+    session.close()

@@ -132,10 +132,13 @@ class DebugSession:
         return view
 
     def _disassembly(self, cs, ip, bp_at, running):
+        # the listing stays where it is (where 'u' put it) until CS:IP moves
+        # off it; then it starts at CS:IP
         start = self.unassemble_at
-        if start is None or not any(s == cs and i == ip for s, i, _ in self.last_lines):
-            if start is None or start[0] != cs or not self._covers(start, cs, ip):
-                start = (cs, ip)
+        moved = (cs, ip) != self.last_csip
+        shown = any(s == cs and i == ip for s, i, _ in self.last_lines)
+        if start is None or (moved and not shown):
+            start = (cs, ip)
         self.unassemble_at = start
         seg, off = start
         base = (seg << 4) + off
@@ -159,11 +162,6 @@ class DebugSession:
         self.cursor = min(self.cursor, len(insns) - 1)
         return [(seg, i.ip, i.bytes.hex().upper(), i.text, seg == cs and i.ip == ip,
                  (seg, i.ip) in bp_at) for i in insns]
-
-    def _covers(self, start, cs, ip):
-        """Whether the listing from ``start`` would show CS:IP (within the
-        lines shown, assuming instructions of at most 6 bytes)."""
-        return start[0] == cs and 0 <= ip - start[1] < DISASM_LINES * 2
 
     def _trace_tail(self):
         """The last events of the trace, read on from where the last read
