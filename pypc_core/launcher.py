@@ -98,6 +98,8 @@ def check_machine(machine, args):
 
 def run(args):
     check_args(args)
+    from .rpc import launch as rpc_launch_args
+    rpc_launch_args.check_serve(args)   # --serve
     from . import frontends
     frontends.check_args(args)          # --telnet-port, --vnc-port, --listen, --audio
     from .snapshot import cli as snapshot_cli
@@ -114,6 +116,8 @@ def run(args):
                 sys.stderr.write(f"pypc: note: {disk.readonly_reason}\n")
         viewers = frontends.start(machine, args)    # served after every run (run_hooks)
         from .rpc import launch as rpc_launch
+        if getattr(args, "serve", False):
+            return rpc_launch.serve(machine, args)  # the controller owns the loop
         rpc = rpc_launch.start(machine, args)       # JSON-RPC (unless --no-rpc)
         snapshot_cli.before_run(machine, args)
         if getattr(args, "replay", None):

@@ -153,8 +153,9 @@ def start(ctl, params):
                       f"it first", "SESSION_BUSY", session_id=current.id, state=ctl.state)
     if "run_until_cycle" in vars(ctl.machine):
         raise invalid("session.start: this server runs the machine of a `pypc run` (its "
-                      "launcher owns the machine loop); serve a machine with "
-                      "pypc_core.rpc.start for sessions", "UNSUPPORTED")
+                      "launcher owns the machine loop); run `pypc run --headless --serve` "
+                      "(or serve a machine with pypc_core.rpc.start) for sessions",
+                      "UNSUPPORTED")
     if ctl.busy():
         active = ctl.active or ctl.pending_step
         raise invalid(f"session.start: operation {active.id} is still active "

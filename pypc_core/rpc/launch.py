@@ -34,7 +34,63 @@ def add_arguments(parser):
     g.add_argument("--no-rpc", action="store_true",
                    help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
                         "the guest)")
+    g.add_argument("--serve", action="store_true",
+                   help="with --headless: an agent server -- the JSON-RPC controller owns "
+                        "the machine loop until Ctrl-C or SIGTERM, so session.start can run "
+                        "programs on the built-in DOS; no --timeout, nothing printed")
     return parser
+
+
+def check_serve(args):
+    """--serve's companions, before anything is built."""
+    if not getattr(args, "serve", False):
+        return
+    from ..errors import PypcError
+    if not args.headless:
+        raise PypcError("--serve needs --headless (the agent server draws no screen)")
+    if getattr(args, "no_rpc", False):
+        raise PypcError("--serve is the JSON-RPC server: it cannot go with --no-rpc")
+    for name in ("until_text", "timeout", "type", "screenshot"):
+        if getattr(args, name, None):
+            raise PypcError(f"--serve runs until stopped: --{name.replace('_', '-')} "
+                            "does not apply")
+
+
+def serve(machine, args, stream=None):
+    """``pypc run --headless --serve``: run ``machine`` under the RPC
+    controller until SIGINT/SIGTERM (exit 130/143).  Unlike the other
+    runs, no launcher loop holds the machine, so ``session.start`` may
+    replace it with a program's machine."""
+    import signal
+    import threading
+    from .server import start as start_server
+    port = getattr(args, "rpc_port", None)
+    port = DEFAULT_PORT if port is None else port
+    controller, server = start_server(machine, port)
+    stream = stream or sys.stderr
+    stream.write(f"pypc: JSON-RPC agent server on {HOST}:{server.port} (Ctrl-C ends it)\n")
+    stream.flush()
+    stop = threading.Event()
+    got = []
+
+    def handler(signum, _frame):
+        got.append(signum)
+        stop.set()
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    from ..scheduler import CPU_HZ
+    try:
+        while not stop.is_set():
+            # (the controller's machine may change: session.start); a paused
+            # machine hands back control every PAUSED_POLL_S to see signals
+            now = controller.machine.clock()
+            controller.run_until_cycle(now + CPU_HZ // 50, wall_timeout=PAUSED_POLL_S)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        server.close()
+        if controller.machine is not machine:
+            controller.machine.close()      # the last session's machine
+    return 128 + got[0] if got else 0
 
 
 class LauncherRpc:
