@@ -85,6 +85,7 @@ class _Types:
         self.models = {}            # class name -> (schema, fields)
         self.by_key = {}            # canonical schema text -> class name
         self.origin = {}            # class name -> where its schema comes from
+        self.context = "the schemas"   # what is being resolved (for docstrings)
 
     def deref(self, schema):
         seen = 0
@@ -201,7 +202,7 @@ class _Types:
             n += 1
         self.by_key[key] = name
         self.models[name] = None            # reserve (recursive schemas)
-        self.origin[name] = origin or "An object schema of a method."
+        self.origin[name] = origin or f"Part of {self.context}."
         required = set(schema.get("required", []))
         fields = []
         consts = {}
@@ -292,11 +293,14 @@ def generate_client(doc=None, reasons=None):
     types = _Types(doc.get("components", {}).get("schemas", {}))
     for name in sorted(types.components):
         target = types.components[name]
+        types.context = f"defs.json $defs/{name}"
         if types.is_model(target):
             types.model(target, camel(name), f"defs.json $defs/{name}.")
     methods = []
     for entry in sorted(doc["methods"], key=lambda e: e["name"]):
+        types.context = f"the params of {entry['name']}"
         params = _params_info(types, entry)
+        types.context = f"the result of {entry['name']}"
         result_ann, result_spec = types.resolve(entry["result"]["schema"],
                                                 camel(entry["name"]) + "Result")
         methods.append((entry, params, result_ann, result_spec))

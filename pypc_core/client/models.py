@@ -58,7 +58,7 @@ MODELS['Breakpoint'] = Breakpoint
 
 @attrs.define(kw_only=True)
 class BreakpointHitFilter(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint."""
 
     skip: int
     every: int
@@ -72,7 +72,7 @@ MODELS['BreakpointHitFilter'] = BreakpointHitFilter
 
 @attrs.define(kw_only=True)
 class NormalizedAddressVariant1(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint."""
 
     space: str
     offset: int
@@ -86,7 +86,7 @@ MODELS['NormalizedAddressVariant1'] = NormalizedAddressVariant1
 
 @attrs.define(kw_only=True)
 class SegmentedAddress(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint."""
 
     space: str
     segment: int
@@ -103,7 +103,7 @@ MODELS['SegmentedAddress'] = SegmentedAddress
 
 @attrs.define(kw_only=True)
 class BreakpointCondition(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint."""
 
     register: str
     operator: str
@@ -119,7 +119,7 @@ MODELS['BreakpointCondition'] = BreakpointCondition
 
 @attrs.define(kw_only=True)
 class BreakpointEvent(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint."""
 
     type: str
     number: int
@@ -162,7 +162,7 @@ MODELS['BreakpointSpec'] = BreakpointSpec
 
 @attrs.define(kw_only=True)
 class BreakpointSpecCondition(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint_spec."""
 
     register: str
     operator: str
@@ -178,7 +178,7 @@ MODELS['BreakpointSpecCondition'] = BreakpointSpecCondition
 
 @attrs.define(kw_only=True)
 class BreakpointSpecHitFilter(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint_spec."""
 
     skip: int | str | None = None
     every: int | str | None = None
@@ -192,7 +192,7 @@ MODELS['BreakpointSpecHitFilter'] = BreakpointSpecHitFilter
 
 @attrs.define(kw_only=True)
 class BreakpointSpecEvent(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/breakpoint_spec."""
 
     type: str | None = None
     number: int | str
@@ -371,7 +371,7 @@ MODELS['Registers'] = Registers
 
 @attrs.define(kw_only=True)
 class RegistersGeneral(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/registers."""
 
     ax: int
     bx: int
@@ -397,7 +397,7 @@ MODELS['RegistersGeneral'] = RegistersGeneral
 
 @attrs.define(kw_only=True)
 class RegistersSegments(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/registers."""
 
     cs: int
     ds: int
@@ -453,7 +453,7 @@ MODELS['Stop'] = Stop
 
 @attrs.define(kw_only=True)
 class StopAccess(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/stop."""
 
     kind: str
     address: LinearAddress
@@ -475,7 +475,7 @@ MODELS['StopAccess'] = StopAccess
 
 @attrs.define(kw_only=True)
 class StopEvent(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/stop."""
 
     type: str
     phase: str
@@ -496,7 +496,7 @@ MODELS['StopEvent'] = StopEvent
 
 @attrs.define(kw_only=True)
 class StopEmulatedTimeLimit(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/stop."""
 
     requested_duration_ns: int
     start_emulated_time_ns: int
@@ -552,7 +552,7 @@ MODELS['TraceEvent'] = TraceEvent
 
 @attrs.define(kw_only=True)
 class TraceEffectMemoryRead(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/trace_event."""
 
     kind: str
     address: LinearAddress
@@ -571,7 +571,7 @@ MODELS['TraceEffectMemoryRead'] = TraceEffectMemoryRead
 
 @attrs.define(kw_only=True)
 class TraceEffectMemoryWrite(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/trace_event."""
 
     kind: str
     address: LinearAddress
@@ -592,7 +592,7 @@ MODELS['TraceEffectMemoryWrite'] = TraceEffectMemoryWrite
 
 @attrs.define(kw_only=True)
 class TraceEffectVariant3(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/trace_event."""
 
     kind: str
     port: int
@@ -612,7 +612,7 @@ MODELS['TraceEffectVariant3'] = TraceEffectVariant3
 
 @attrs.define(kw_only=True)
 class TraceRegisters(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/trace_event."""
 
     general: RegistersGeneral
     segments: RegistersSegments
@@ -634,7 +634,7 @@ MODELS['TraceRegisters'] = TraceRegisters
 
 @attrs.define(kw_only=True)
 class TraceEventInterrupt(Model):
-    """An object schema of a method."""
+    """Part of defs.json $defs/trace_event."""
 
     source: str
     irq: int
@@ -706,7 +706,7 @@ MODELS['VideoText'] = VideoText
 
 @attrs.define(kw_only=True)
 class AgentCapabilitiesResult(Model):
-    """An object schema of a method."""
+    """Part of the result of agent.capabilities."""
 
     protocol: str
     endpoint: str
@@ -733,7 +733,7 @@ MODELS['AgentCapabilitiesResult'] = AgentCapabilitiesResult
 
 @attrs.define(kw_only=True)
 class AgentCapabilitiesResultLimits(Model):
-    """An object schema of a method."""
+    """Part of the result of agent.capabilities."""
 
     max_memory_bytes: int
     max_keyboard_events: int
@@ -755,7 +755,7 @@ MODELS['AgentCapabilitiesResultLimits'] = AgentCapabilitiesResultLimits
 
 @attrs.define(kw_only=True)
 class BreakpointsDeleteResult(Model):
-    """An object schema of a method."""
+    """Part of the result of breakpoints.delete."""
 
     breakpoint_id: str
     deleted: bool
@@ -770,7 +770,7 @@ MODELS['BreakpointsDeleteResult'] = BreakpointsDeleteResult
 
 @attrs.define(kw_only=True)
 class BreakpointsListResult(Model):
-    """An object schema of a method."""
+    """Part of the result of breakpoints.list."""
 
     breakpoints: list[Breakpoint]
 
@@ -782,7 +782,7 @@ MODELS['BreakpointsListResult'] = BreakpointsListResult
 
 @attrs.define(kw_only=True)
 class CheckpointsCreateResult(Model):
-    """An object schema of a method."""
+    """Part of the result of checkpoints.create."""
 
     checkpoint_id: str
     clock: int
@@ -798,7 +798,7 @@ MODELS['CheckpointsCreateResult'] = CheckpointsCreateResult
 
 @attrs.define(kw_only=True)
 class CheckpointsDeleteResult(Model):
-    """An object schema of a method."""
+    """Part of the result of checkpoints.delete."""
 
     checkpoint_id: str
     deleted: bool
@@ -815,7 +815,7 @@ MODELS['CheckpointsDeleteResult'] = CheckpointsDeleteResult
 
 @attrs.define(kw_only=True)
 class CheckpointsListResult(Model):
-    """An object schema of a method."""
+    """Part of the result of checkpoints.list."""
 
     checkpoints: list[CheckpointsCreateResult]
     state_revision: int
@@ -829,7 +829,7 @@ MODELS['CheckpointsListResult'] = CheckpointsListResult
 
 @attrs.define(kw_only=True)
 class CheckpointsRestoreResult(Model):
-    """An object schema of a method."""
+    """Part of the result of checkpoints.restore."""
 
     checkpoint_id: str
     clock: int
@@ -848,7 +848,7 @@ MODELS['CheckpointsRestoreResult'] = CheckpointsRestoreResult
 
 @attrs.define(kw_only=True)
 class DosMemoryMapResult(Model):
-    """An object schema of a method."""
+    """Part of the result of dos.memory_map."""
 
     blocks: list[DosMemoryMapResultBlock]
     state_revision: int
@@ -862,7 +862,7 @@ MODELS['DosMemoryMapResult'] = DosMemoryMapResult
 
 @attrs.define(kw_only=True)
 class DosMemoryMapResultBlock(Model):
-    """An object schema of a method."""
+    """Part of the result of dos.memory_map."""
 
     mcb: int
     segment: int
@@ -884,7 +884,7 @@ MODELS['DosMemoryMapResultBlock'] = DosMemoryMapResultBlock
 
 @attrs.define(kw_only=True)
 class DosStatusResult(Model):
-    """An object schema of a method."""
+    """Part of the result of dos.status."""
 
     booted: bool
     exited: bool
@@ -908,7 +908,7 @@ MODELS['DosStatusResult'] = DosStatusResult
 
 @attrs.define(kw_only=True)
 class ExecutionContinueResult(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.continue."""
 
     general: RegistersGeneral
     segments: RegistersSegments
@@ -941,7 +941,7 @@ MODELS['ExecutionContinueResult'] = ExecutionContinueResult
 
 @attrs.define(kw_only=True)
 class ExecutionPauseResult(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.pause."""
 
     general: RegistersGeneral
     segments: RegistersSegments
@@ -970,7 +970,7 @@ MODELS['ExecutionPauseResult'] = ExecutionPauseResult
 
 @attrs.define(kw_only=True)
 class ExecutionRunUntilResult(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.run_until."""
 
     operation_id: str
     predicate_id: str
@@ -987,7 +987,7 @@ MODELS['ExecutionRunUntilResult'] = ExecutionRunUntilResult
 
 @attrs.define(kw_only=True)
 class ExecutionStepResult(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.step."""
 
     general: RegistersGeneral
     segments: RegistersSegments
@@ -1018,7 +1018,7 @@ MODELS['ExecutionStepResult'] = ExecutionStepResult
 
 @attrs.define(kw_only=True)
 class ExecutionWaitResultRunning(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.wait."""
 
     running: bool
 
@@ -1031,7 +1031,7 @@ MODELS['ExecutionWaitResultRunning'] = ExecutionWaitResultRunning
 
 @attrs.define(kw_only=True)
 class ExecutionWaitResultStopped(Model):
-    """An object schema of a method."""
+    """Part of the result of execution.wait."""
 
     state: str
     stop_reason: Stop
@@ -1046,7 +1046,7 @@ MODELS['ExecutionWaitResultStopped'] = ExecutionWaitResultStopped
 
 @attrs.define(kw_only=True)
 class HardwareTraceReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of hardware.trace.read."""
 
     active: bool
     capacity: int
@@ -1068,7 +1068,7 @@ MODELS['HardwareTraceReadResult'] = HardwareTraceReadResult
 
 @attrs.define(kw_only=True)
 class HardwareEventVariant1(Model):
-    """An object schema of a method."""
+    """Part of the result of hardware.trace.read."""
 
     kind: str
     emulated_time: int
@@ -1092,7 +1092,7 @@ MODELS['HardwareEventVariant1'] = HardwareEventVariant1
 
 @attrs.define(kw_only=True)
 class HardwareEventVariant2(Model):
-    """An object schema of a method."""
+    """Part of the result of hardware.trace.read."""
 
     kind: str
     irq: int
@@ -1114,7 +1114,7 @@ MODELS['HardwareEventVariant2'] = HardwareEventVariant2
 
 @attrs.define(kw_only=True)
 class HardwareTraceStartParamPort(Model):
-    """An object schema of a method."""
+    """Part of the params of hardware.trace.start."""
 
     first: int | str
     last: int | str | None = None
@@ -1128,7 +1128,7 @@ MODELS['HardwareTraceStartParamPort'] = HardwareTraceStartParamPort
 
 @attrs.define(kw_only=True)
 class InputJoystickResult(Model):
-    """An object schema of a method."""
+    """Part of the result of input.joystick."""
 
     joysticks: list[Joystick]
     state_revision: int
@@ -1142,7 +1142,7 @@ MODELS['InputJoystickResult'] = InputJoystickResult
 
 @attrs.define(kw_only=True)
 class InputKeyboardResult(Model):
-    """An object schema of a method."""
+    """Part of the result of input.keyboard."""
 
     accepted: int
     state_revision: int
@@ -1156,7 +1156,7 @@ MODELS['InputKeyboardResult'] = InputKeyboardResult
 
 @attrs.define(kw_only=True)
 class InputStateResult(Model):
-    """An object schema of a method."""
+    """Part of the result of input.state."""
 
     keyboard: InputStateResultKeyboard
     joysticks: list[Joystick]
@@ -1172,7 +1172,7 @@ MODELS['InputStateResult'] = InputStateResult
 
 @attrs.define(kw_only=True)
 class InputStateResultKeyboard(Model):
-    """An object schema of a method."""
+    """Part of the result of input.state."""
 
     pressed_scancodes: list[int]
 
@@ -1184,7 +1184,7 @@ MODELS['InputStateResultKeyboard'] = InputStateResultKeyboard
 
 @attrs.define(kw_only=True)
 class IoReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of io.read."""
 
     port: int
     value: int
@@ -1200,7 +1200,7 @@ MODELS['IoReadResult'] = IoReadResult
 
 @attrs.define(kw_only=True)
 class IoWriteResult(Model):
-    """An object schema of a method."""
+    """Part of the result of io.write."""
 
     port: int
     value: int
@@ -1218,7 +1218,7 @@ MODELS['IoWriteResult'] = IoWriteResult
 
 @attrs.define(kw_only=True)
 class MachineSnapshotExportResult(Model):
-    """An object schema of a method."""
+    """Part of the result of machine.snapshot.export."""
 
     path: str
     bytes: int
@@ -1236,7 +1236,7 @@ MODELS['MachineSnapshotExportResult'] = MachineSnapshotExportResult
 
 @attrs.define(kw_only=True)
 class MachineSnapshotImportResult(Model):
-    """An object schema of a method."""
+    """Part of the result of machine.snapshot.import."""
 
     state_revision: int
     stop_reason: Stop
@@ -1250,7 +1250,7 @@ MODELS['MachineSnapshotImportResult'] = MachineSnapshotImportResult
 
 @attrs.define(kw_only=True)
 class MemoryWriteResult(Model):
-    """An object schema of a method."""
+    """Part of the result of memory.write."""
 
     address: int
     byte_count: int
@@ -1270,7 +1270,7 @@ MODELS['MemoryWriteResult'] = MemoryWriteResult
 
 @attrs.define(kw_only=True)
 class RpcDiscoverResult(Model):
-    """An object schema of a method."""
+    """Part of the result of rpc.discover."""
 
     openrpc: str
     info: RpcDiscoverResultInfo
@@ -1288,7 +1288,7 @@ MODELS['RpcDiscoverResult'] = RpcDiscoverResult
 
 @attrs.define(kw_only=True)
 class RpcDiscoverResultInfo(Model):
-    """An object schema of a method."""
+    """Part of the result of rpc.discover."""
 
     title: str
     version: str
@@ -1302,7 +1302,7 @@ MODELS['RpcDiscoverResultInfo'] = RpcDiscoverResultInfo
 
 @attrs.define(kw_only=True)
 class SerialReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of serial.read."""
 
     offset: int
     next_offset: int
@@ -1318,7 +1318,7 @@ MODELS['SerialReadResult'] = SerialReadResult
 
 @attrs.define(kw_only=True)
 class SerialStatusResult(Model):
-    """An object schema of a method."""
+    """Part of the result of serial.status."""
 
     port: str
     base: int
@@ -1350,7 +1350,7 @@ MODELS['SerialStatusResult'] = SerialStatusResult
 
 @attrs.define(kw_only=True)
 class SerialWriteResult(Model):
-    """An object schema of a method."""
+    """Part of the result of serial.write."""
 
     accepted: int
     rx_pending: int
@@ -1366,7 +1366,7 @@ MODELS['SerialWriteResult'] = SerialWriteResult
 
 @attrs.define(kw_only=True)
 class SessionStartParamTarget(Model):
-    """An object schema of a method."""
+    """Part of the params of session.start."""
 
     command: str
     arguments: list[str] | None = None
@@ -1380,7 +1380,7 @@ MODELS['SessionStartParamTarget'] = SessionStartParamTarget
 
 @attrs.define(kw_only=True)
 class SessionStartParamMount(Model):
-    """An object schema of a method."""
+    """Part of the params of session.start."""
 
     drive: str
     host_path: str
@@ -1394,7 +1394,7 @@ MODELS['SessionStartParamMount'] = SessionStartParamMount
 
 @attrs.define(kw_only=True)
 class SessionStartResult(Model):
-    """An object schema of a method."""
+    """Part of the result of session.start."""
 
     session_id: str
     state: str
@@ -1413,7 +1413,7 @@ MODELS['SessionStartResult'] = SessionStartResult
 
 @attrs.define(kw_only=True)
 class SessionStatusResult(Model):
-    """An object schema of a method."""
+    """Part of the result of session.status."""
 
     session_id: str
     state: str
@@ -1437,7 +1437,7 @@ MODELS['SessionStatusResult'] = SessionStatusResult
 
 @attrs.define(kw_only=True)
 class SessionStatusResultTarget(Model):
-    """An object schema of a method."""
+    """Part of the result of session.status."""
 
     cpu: str
     memory_bytes: int
@@ -1460,7 +1460,7 @@ MODELS['SessionStatusResultTarget'] = SessionStatusResultTarget
 
 @attrs.define(kw_only=True)
 class SessionStopResult(Model):
-    """An object schema of a method."""
+    """Part of the result of session.stop."""
 
     session_id: str
     operation_id: str
@@ -1476,7 +1476,7 @@ MODELS['SessionStopResult'] = SessionStopResult
 
 @attrs.define(kw_only=True)
 class StateObserveParamMemoryItem(Model):
-    """An object schema of a method."""
+    """Part of the params of state.observe."""
 
     address: int | str | AddressObject
     length: int | str | None = None
@@ -1490,7 +1490,7 @@ MODELS['StateObserveParamMemoryItem'] = StateObserveParamMemoryItem
 
 @attrs.define(kw_only=True)
 class StateObserveResult(Model):
-    """An object schema of a method."""
+    """Part of the result of state.observe."""
 
     state_revision: int
     registers: Registers
@@ -1510,7 +1510,7 @@ MODELS['StateObserveResult'] = StateObserveResult
 
 @attrs.define(kw_only=True)
 class StateObserveResultVideoMemory(Model):
-    """An object schema of a method."""
+    """Part of the result of state.observe."""
 
     address: int
     adapter: str
@@ -1534,7 +1534,7 @@ MODELS['StateObserveResultVideoMemory'] = StateObserveResultVideoMemory
 
 @attrs.define(kw_only=True)
 class StateSetRegistersResult(Model):
-    """An object schema of a method."""
+    """Part of the result of state.set_registers."""
 
     before: Registers
     after: Registers
@@ -1548,7 +1548,7 @@ MODELS['StateSetRegistersResult'] = StateSetRegistersResult
 
 @attrs.define(kw_only=True)
 class TraceReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of trace.read."""
 
     events: list[TraceEvent]
     event_count: int
@@ -1568,7 +1568,7 @@ MODELS['TraceReadResult'] = TraceReadResult
 
 @attrs.define(kw_only=True)
 class TraceStartResult(Model):
-    """An object schema of a method."""
+    """Part of the result of trace.start."""
 
     active: bool
     detail: str
@@ -1587,7 +1587,7 @@ MODELS['TraceStartResult'] = TraceStartResult
 
 @attrs.define(kw_only=True)
 class TraceStopResult(Model):
-    """An object schema of a method."""
+    """Part of the result of trace.stop."""
 
     active: bool
     event_count: int
@@ -1602,7 +1602,7 @@ MODELS['TraceStopResult'] = TraceStopResult
 
 @attrs.define(kw_only=True)
 class VideoHistoryReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of video.history.read."""
 
     history_id: str
     active: bool
@@ -1626,7 +1626,7 @@ MODELS['VideoHistoryReadResult'] = VideoHistoryReadResult
 
 @attrs.define(kw_only=True)
 class VideoHistoryReadResultEvent(Model):
-    """An object schema of a method."""
+    """Part of the result of video.history.read."""
 
     sequence: int
     clock: int
@@ -1648,7 +1648,7 @@ MODELS['VideoHistoryReadResultEvent'] = VideoHistoryReadResultEvent
 
 @attrs.define(kw_only=True)
 class VideoHistoryStartResult(Model):
-    """An object schema of a method."""
+    """Part of the result of video.history.start."""
 
     history_id: str
     first_sequence: int
@@ -1684,7 +1684,7 @@ MODELS['VideoHistoryStartResult'] = VideoHistoryStartResult
 
 @attrs.define(kw_only=True)
 class VideoHistoryStopResult(Model):
-    """An object schema of a method."""
+    """Part of the result of video.history.stop."""
 
     history_id: str
     events: int
@@ -1700,7 +1700,7 @@ MODELS['VideoHistoryStopResult'] = VideoHistoryStopResult
 
 @attrs.define(kw_only=True)
 class VideoSnapshotResult(Model):
-    """An object schema of a method."""
+    """Part of the result of video.snapshot."""
 
     snapshot_id: str
     state_revision: int
@@ -1741,7 +1741,7 @@ MODELS['VideoSnapshotResult'] = VideoSnapshotResult
 
 @attrs.define(kw_only=True)
 class VideoSnapshotResultText(Model):
-    """An object schema of a method."""
+    """Part of the result of video.snapshot."""
 
     byte_count: int
     sha256: str
@@ -1755,7 +1755,7 @@ MODELS['VideoSnapshotResultText'] = VideoSnapshotResultText
 
 @attrs.define(kw_only=True)
 class VideoSnapshotReadResult(Model):
-    """An object schema of a method."""
+    """Part of the result of video.snapshot.read."""
 
     snapshot_id: str
     component: str
