@@ -9,7 +9,7 @@ connection to a paused machine.
 
 On the shared 2-core development machine: state.get_registers p50 64 us
 generated against 45 us raw; memory.read of 4 KiB 132 against 109 us;
-video.text 9.4 ms against 4.0 ms (5 ms go to building 2,000 cell models).
+video.text 6.9 ms against 4.0 ms (building 2,000 cell models).
 """
 
 import argparse

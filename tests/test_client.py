@@ -616,3 +616,20 @@ def test_pypc_gen_command(tmp_path):
     out = subprocess.run(run + ["all", "--out", str(tmp_path)], capture_output=True,
                          text=True)
     assert out.returncode == 2 and "--out goes with" in out.stderr
+
+
+def test_replies_of_the_wrong_shape_are_decode_errors():
+    from pypc_core.client import DecodeError
+    with pytest.raises(DecodeError, match=r"result\.offset: matches none"):
+        M.AddressObject.from_json({"offset": True})          # a bool is no number
+    with pytest.raises(DecodeError, match="needs 'offset'"):
+        M.AddressObject.from_json({"space": "linear"})
+    block = {"address": 0, "byte_count": 1,
+             "data_base64": "not base64!", "data_hex": "00", "sha256": "0" * 64,
+             "state_revision": 1}
+    with pytest.raises(DecodeError, match=r"result\.data_base64: not base64"):
+        decode(block, RESULT_SPECS["memory.read"])
+    with pytest.raises(DecodeError, match=r"result\.breakpoints\[1\]: expected an object"):
+        decode({"breakpoints": [{"breakpoint_id": "bp-1", "kind": "execution", "once": False,
+                                 "hit_filter": {"skip": 0, "every": 1}, "hit_count": 0}, 7]},
+               RESULT_SPECS["breakpoints.list"])

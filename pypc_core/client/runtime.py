@@ -63,6 +63,7 @@ class Model:
 
 
 _PRIMITIVE = {"int": int, "str": str, "bool": bool, "float": (int, float)}
+_EXACT = {"int": (int,), "str": (str,), "bool": (bool,), "float": (int, float)}
 
 
 def _matches(obj, spec):
@@ -90,46 +91,65 @@ def _matches(obj, spec):
     raise AssertionError(spec)
 
 
+def _where(where):
+    """The readable path of a value: ``where`` is a string or a
+    ``(parent, key)`` pair, formatted only when an error needs it."""
+    parts = []
+    while isinstance(where, tuple):
+        where, key = where
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return str(where) + "".join(reversed(parts))
+
+
 def decode(obj, spec, where="result"):
     """``obj`` (parsed JSON) as the Python value ``spec`` describes."""
     if isinstance(spec, str):
+        if spec == "any":
+            return obj
         if spec == "bytes":
             if not isinstance(obj, str):
-                raise DecodeError(f"{where}: expected base64 text, got {type(obj).__name__}")
+                raise DecodeError(f"{_where(where)}: expected base64 text, got "
+                                  f"{type(obj).__name__}")
             try:
                 return base64.b64decode(obj, validate=True)
             except (binascii.Error, ValueError) as exc:
-                raise DecodeError(f"{where}: not base64: {exc}") from None
+                raise DecodeError(f"{_where(where)}: not base64: {exc}") from None
         if not _matches(obj, spec):
-            raise DecodeError(f"{where}: expected {spec}, got {type(obj).__name__}")
+            raise DecodeError(f"{_where(where)}: expected {spec}, got {type(obj).__name__}")
         return obj
     kind = spec[0]
     if kind == "list":
         if not isinstance(obj, list):
-            raise DecodeError(f"{where}: expected a list, got {type(obj).__name__}")
-        return [decode(v, spec[1], f"{where}[{i}]") for i, v in enumerate(obj)]
+            raise DecodeError(f"{_where(where)}: expected a list, got {type(obj).__name__}")
+        inner = spec[1]
+        return [decode(v, inner, (where, i)) for i, v in enumerate(obj)]
     if kind == "map":
         if not isinstance(obj, dict):
-            raise DecodeError(f"{where}: expected an object, got {type(obj).__name__}")
-        return {k: decode(v, spec[1], f"{where}.{k}") for k, v in obj.items()}
+            raise DecodeError(f"{_where(where)}: expected an object, got "
+                              f"{type(obj).__name__}")
+        return {k: decode(v, spec[1], (where, k)) for k, v in obj.items()}
     if kind == "optional":
         return None if obj is None else decode(obj, spec[1], where)
     if kind == "union":
         for option in spec[1]:
             if _matches(obj, option):
                 return decode(obj, option, where)
-        raise DecodeError(f"{where}: matches none of its schema's alternatives")
+        raise DecodeError(f"{_where(where)}: matches none of its schema's alternatives")
     if kind == "model":
         cls = MODELS[spec[1]]
         if not isinstance(obj, dict):
-            raise DecodeError(f"{where}: expected an object for {cls.__name__}, "
+            raise DecodeError(f"{_where(where)}: expected an object for {cls.__name__}, "
                               f"got {type(obj).__name__}")
         kwargs = {}
         for json_name, attr, fspec, required in cls._pypc_fields:
             if json_name in obj:
-                kwargs[attr] = decode(obj[json_name], fspec, f"{where}.{json_name}")
+                value = obj[json_name]
+                if _EXACT.get(fspec, ()) and type(value) in _EXACT[fspec]:
+                    kwargs[attr] = value        # the common case, without a call
+                else:
+                    kwargs[attr] = decode(value, fspec, (where, json_name))
             elif required:
-                raise DecodeError(f"{where}: {cls.__name__} needs {json_name!r}")
+                raise DecodeError(f"{_where(where)}: {cls.__name__} needs {json_name!r}")
         return cls(**kwargs)
     raise AssertionError(spec)
 
