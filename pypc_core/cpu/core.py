@@ -87,9 +87,10 @@ ST_IO_IN = 1      # needs a value from Python; instruction not executed
 ST_IO_OUT = 2     # executed an OUT to a Python port; exit after bookkeeping
 ST_HALT = 3       # executed HLT
 ST_INHIBIT = 4    # executed; interrupts are held off for one instruction
+# statuses from ST_FAULT up, like ST_IO_IN, mean "not executed" (run() relies on it)
 ST_FAULT = 5      # an opcode this core does not decode (a bug): not executed
 ST_INT_BREAK = 6  # a software INT the debugger watches: not executed
-ST_STUCK = 7      # a whole segment of prefixes (see MAX_PREFIXES)
+ST_STUCK = 7      # a whole segment of prefixes (see MAX_PREFIXES): not executed
 OP_STUCK = 0x100  # the pseudo-opcode run() hands op_misc for that
 # A code segment made only of prefixes would keep the prefix loop going for
 # ever (the 8088 takes no interrupt between a prefix and its instruction, so
@@ -1846,24 +1847,20 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, ip0,
                                 cycles)
             cyc += c
-            if status == ST_IO_IN:
+            if status == ST_IO_IN or status >= ST_FAULT:
+                # not executed: IP stays on the instruction and Python is told
                 regs[IP] = ip0
-                exit_reason = EXIT_IO_IN
-                break
-            if status == ST_FAULT:
-                regs[IP] = ip0
-                exit_reason = EXIT_FAULT
-                break
-            if status == ST_INT_BREAK:
-                regs[IP] = ip0
-                exit_reason = EXIT_INT_BREAK
-                break
-            if status == ST_STUCK:
-                # nothing but prefixes in the whole segment: stuck for good
-                # (see MAX_PREFIXES); the budget passes, IP stays
-                regs[IP] = ip0
-                cycles = deadline
-                exit_reason = EXIT_BUDGET
+                if status == ST_IO_IN:
+                    exit_reason = EXIT_IO_IN
+                elif status == ST_FAULT:
+                    exit_reason = EXIT_FAULT
+                elif status == ST_INT_BREAK:
+                    exit_reason = EXIT_INT_BREAK
+                else:
+                    # ST_STUCK: nothing but prefixes in the whole segment, stuck
+                    # for good (see MAX_PREFIXES); the budget passes
+                    cycles = deadline
+                    exit_reason = EXIT_BUDGET
                 break
         # ---------------- after the instruction ----------------
         cycles += cyc
