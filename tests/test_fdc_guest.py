@@ -7,7 +7,7 @@ import os
 import pytest
 
 from pypc_core.machine import Machine, MachineConfig
-from tests.guest import (IMAGE_360K, SECTOR, assemble, find_nasm, program_bytes,
+from guest import (IMAGE_360K, SECTOR, assemble, find_nasm, program_bytes,
                          program_image, run_to_done, slots)
 
 
@@ -48,7 +48,7 @@ def test_committed_binary_matches_source(tmp_path):
 
 
 def test_a_reset_in_the_middle_of_a_floppy_read_starts_afresh(tmp_path):
-    from tests.guest import run_until
+    from guest import run_until
     boot = program_image(tmp_path, "fdcfmt")
     blank = os.path.join(str(tmp_path), "blank.img")
     with open(blank, "wb") as fh:

@@ -15,7 +15,7 @@ from pypc_core.machine import Machine, MachineConfig
 from pypc_core.storage import DiskImage
 from pypc_plugins.xtide import XtIde, rom_image
 from pypc_plugins.xtide import xtide as X
-from tests.guest import HERE, IMAGE_360K, find_nasm, make_floppy
+from guest import HERE, IMAGE_360K, find_nasm, make_floppy
 
 GEOMETRY = (20, 4, 17)
 
