@@ -19,6 +19,8 @@ import socket
 import threading
 import time
 
+from .listener import ViewerServer
+
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
 OPT_BINARY, OPT_ECHO, OPT_SGA = 0, 1, 3
 OFFERED = (OPT_ECHO, OPT_SGA, OPT_BINARY)     # options the server does (WILL)
@@ -305,81 +307,18 @@ class TelnetSession:
             self.close()
 
 
-class TelnetServer:
+class TelnetServer(ViewerServer):
     """Listens on ``host:port``; one :class:`TelnetSession` per client."""
 
+    session_class = TelnetSession
+    option = "--telnet-port"
+
     def __init__(self, display, host, port, vnc_port=None):
-        self.display = display
-        self.host = host
-        self.requested_port = port
+        super().__init__(display, host, port)
         self.vnc_port = vnc_port
-        self.listener = None
-        self.sessions = set()
-        self._lock = threading.Lock()
 
-    @property
-    def port(self):
-        return self.listener.getsockname()[1]
-
-    def start(self):
-        self.listener = listen_socket(self.host, self.requested_port, "--telnet-port")
-        threading.Thread(target=self._accept_loop, daemon=True, name="telnet-accept").start()
-        return self
-
-    def _accept_loop(self):
-        while True:
-            try:
-                sock, peer = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            session = TelnetSession(self, sock, f"{peer[0]}:{peer[1]}")
-            with self._lock:
-                self.sessions.add(session)
-                self.display.viewers += 1
-            session.start()
-
-    def _forget(self, session):
-        with self._lock:
-            if session in self.sessions:
-                self.sessions.discard(session)
-                self.display.viewers -= 1
-
-    def close(self):
-        close_listener(self.listener)
-        with self._lock:
-            sessions = list(self.sessions)
-        for s in sessions:
-            try:
-                s.send(FAREWELL)
-            except OSError:
-                pass
-            s.close()
-
-
-def listen_socket(host, port, option):
-    """A listening TCP socket, or a one-line PypcError naming ``option``."""
-    from ..errors import PypcError
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(8)
-    except OSError as exc:
-        sock.close()
-        raise PypcError(f"{option} {port}: cannot listen on {host}:{port} "
-                        f"({exc.strerror or exc}); another pypc may be using it: "
-                        f"pick another {option}") from None
-    return sock
-
-
-def close_listener(sock):
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
-
+    def farewell(self, session):
+        try:
+            session.send(FAREWELL)
+        except OSError:
+            pass

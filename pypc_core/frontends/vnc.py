@@ -31,7 +31,7 @@ import numpy as np
 
 from .. import scancodes
 from .display import Snapshot
-from .telnet import close_listener, listen_socket
+from .listener import ViewerServer
 
 ENC_RAW = 0
 ENC_ZRLE = 16
@@ -503,48 +503,8 @@ class VncSession:
         return b"".join(parts)
 
 
-class VncServer:
+class VncServer(ViewerServer):
     """Listens on ``host:port``; one :class:`VncSession` per client."""
 
-    def __init__(self, display, host, port):
-        self.display = display
-        self.host = host
-        self.requested_port = port
-        self.listener = None
-        self.sessions = set()
-        self._lock = threading.Lock()
-
-    @property
-    def port(self):
-        return self.listener.getsockname()[1]
-
-    def start(self):
-        self.listener = listen_socket(self.host, self.requested_port, "--vnc-port")
-        threading.Thread(target=self._accept_loop, daemon=True, name="vnc-accept").start()
-        return self
-
-    def _accept_loop(self):
-        while True:
-            try:
-                sock, peer = self.listener.accept()
-            except OSError:
-                return
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            session = VncSession(self, sock, f"{peer[0]}:{peer[1]}")
-            with self._lock:
-                self.sessions.add(session)
-                self.display.viewers += 1
-            session.start()
-
-    def _forget(self, session):
-        with self._lock:
-            if session in self.sessions:
-                self.sessions.discard(session)
-                self.display.viewers -= 1
-
-    def close(self):
-        close_listener(self.listener)
-        with self._lock:
-            sessions = list(self.sessions)
-        for s in sessions:
-            s.close()
+    session_class = VncSession
+    option = "--vnc-port"
