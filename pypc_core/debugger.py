@@ -99,10 +99,9 @@ REG16 = {name: i for i, name in enumerate(S.REG16_NAMES)}
 REG16.update({name: 8 + i for i, name in enumerate(S.SEG_NAMES)})
 REG16["ip"] = S.IP
 REG16["flags"] = S.FLAGS
+# the index of each 8-bit register in regs.view(uint8): AX is bytes 0-1 (AL, AH),
+# CX 2-3, DX 4-5, BX 6-7
 REG8 = {name: i for i, name in enumerate(("al", "ah", "cl", "ch", "dl", "dh", "bl", "bh"))}
-_REG8_BYTE = {"al": 0, "ah": 1, "cl": 2, "ch": 3, "dl": 4, "dh": 5, "bl": 6, "bh": 7}
-# regs.view(uint8): AX is bytes 0-1, CX 2-3, DX 4-5, BX 6-7
-_REG8_INDEX = {"al": 0, "ah": 1, "cl": 2, "ch": 3, "dl": 4, "dh": 5, "bl": 6, "bh": 7}
 CMP_OPS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 OP_NAMES = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -328,7 +327,7 @@ def _value(node, regs, mem):
     if kind == "reg":
         return int(regs[REG16[node[1]]])
     if kind == "reg8":
-        return int(regs.view(np.uint8)[_REG8_INDEX[node[1]]])
+        return int(regs.view(np.uint8)[REG8[node[1]]])
     if kind == "bitand":
         return _value(node[1], regs, mem) & _value(node[2], regs, mem)
     if kind == "add":
@@ -451,14 +450,23 @@ class BreakpointTable:
             condition=None, ignore=0, every=1, oneshot=False, enabled=True, internal=False):
         """Create a breakpoint (see the module docstring); returns it.  Bad
         input raises BreakpointError and changes nothing."""
-        bp = self.build(kind, address, port=port, number=number, length=length, ah=ah, al=al,
-                        condition=condition, ignore=ignore, every=every, oneshot=oneshot,
-                        enabled=enabled, internal=internal)
+        return self.insert(self.build(kind, address, port=port, number=number, length=length,
+                                      ah=ah, al=al, condition=condition, ignore=ignore,
+                                      every=every, oneshot=oneshot, enabled=enabled,
+                                      internal=internal))
+
+    def insert(self, bp):
+        """Give a built breakpoint its id and arm it."""
         bp.id = self._next_id
         self._next_id += 1
         self._bps[bp.id] = bp
         self.rearm()
         return bp
+
+    def discard(self, bp):
+        """Remove ``bp`` if it is still there (stepping helpers, one-shots)."""
+        if self._bps.pop(bp.id, None) is not None:
+            self.rearm()
 
     def build(self, kind, address=None, *, port=None, number=None, length=1, ah=None, al=None,
               condition=None, ignore=0, every=1, oneshot=False, enabled=True, internal=False):
@@ -595,11 +603,6 @@ class BreakpointTable:
         ctl[S.C_IOW_N] = len(words)
         for i, w in enumerate(words):
             ctl[S.C_IOW + i] = w
-
-    def reapply_exec_flags(self):
-        """Set the exec flags again (after something rewrote ``xflags``,
-        e.g. a state restore)."""
-        self.rearm()
 
 
 def _io_words(io_ranges):

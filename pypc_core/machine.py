@@ -486,11 +486,10 @@ class Machine:
         return None
 
     def _bp_stop(self, bp, **fields):
-        if bp.oneshot or bp.internal:
-            self.breakpoints._bps.pop(bp.id, None)
-            self.breakpoints.rearm()
-        kind = getattr(bp, "stop_kind", None) or "breakpoint"
-        return self._stop(kind, breakpoint=bp, **fields)
+        if bp.oneshot:
+            self.breakpoints.discard(bp)
+        # (internal breakpoints are removed by the run that placed them)
+        return self._stop(bp.stop_kind or "breakpoint", breakpoint=bp, **fields)
 
     def _arm_resume(self, always=False):
         """Resuming from a stop at CS:IP lets an execution or INT
@@ -695,27 +694,21 @@ class Machine:
 
     def _run_with(self, bp, max_cycles):
         table = self.breakpoints
-        bp.id = table._next_id
-        table._next_id += 1
-        table._bps[bp.id] = bp
-        table.rearm()
+        table.insert(bp)
         try:
             limit = self.clock() + int(max_cycles if max_cycles is not None else 60 * CPU_HZ)
             while True:
                 stop = self.run_until_cycle(limit)
-                if getattr(bp, "return_check", False) and stop.breakpoint is bp:
+                if bp.return_check and stop.breakpoint is bp:
                     # a read inside the watched stack: was it the return?
                     a = stop.access
                     code = int(self.memory.mem[((a["cs"] << 4) + a["ip"]) & 0xFFFFF])
                     if code in _RETURNS:
                         return self._stop("step")
-                    table._bps[bp.id] = bp        # not the return: keep watching
-                    table.rearm()
-                    continue
+                    continue                      # not the return: keep watching
                 return stop
         finally:
-            table._bps.pop(bp.id, None)
-            table.rearm()
+            table.discard(bp)
 
     def disassemble(self, cs=None, ip=None, count=1):
         """``count`` instructions from CS:IP (default: the current one),

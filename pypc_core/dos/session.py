@@ -238,7 +238,7 @@ class DosSession:
             raise SessionError(f"no checkpoint {cp!r}", "CHECKPOINT_NOT_FOUND")
         state, session_state, last_stop = self.checkpoints[cp]
         self.machine.set_state(state)
-        self.machine.breakpoints.reapply_exec_flags()
+        self.machine.breakpoints.rearm()
         self.state, self.last_stop = session_state, dict(last_stop)
         self.revision += 1
         return dict(self.last_stop)
