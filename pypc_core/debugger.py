@@ -444,6 +444,7 @@ class BreakpointTable:
         self._armed_watch = np.zeros(0, dtype=np.int64)
         self._armed_pages = set()
         self.io_armed = False          # any I/O breakpoint armed (read per port exit)
+        self.irq_armed = False         # any IRQ breakpoint armed (read per IRQ exit)
 
     # -- the public interface ------------------------------------------------
     def add(self, kind, address=None, *, port=None, number=None, length=1, ah=None, al=None,
@@ -600,6 +601,7 @@ class BreakpointTable:
                                              else int_mask[i])
         words = _io_words(io_ranges)
         self.io_armed = bool(words)
+        self.irq_armed = any(bp.kind == "irq" and bp.enabled for bp in self._bps.values())
         ctl[S.C_IOW_N] = len(words)
         for i, w in enumerate(words):
             ctl[S.C_IOW + i] = w

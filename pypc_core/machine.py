@@ -400,7 +400,7 @@ class Machine:
             self._irq_taken = None
             self._service_exit(reason)
             irq = self._irq_taken
-            if irq is None or not any(b.kind == "irq" for b in self.breakpoints.all()):
+            if irq is None or not self.breakpoints.irq_armed:
                 return None
             for bp in self.breakpoints.all():
                 if bp.kind == "irq" and bp.address == irq and bp.matches(cpu.regs, self.memory.mem):
