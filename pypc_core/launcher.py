@@ -117,7 +117,7 @@ def run(args):
         viewers = frontends.start(machine, args)    # served after every run (run_hooks)
         from .rpc import launch as rpc_launch
         if getattr(args, "serve", False):
-            return rpc_launch.serve(machine, args)  # the controller owns the loop
+            return rpc_launch.serve(machine, args, viewers=viewers)  # it owns the loop
         rpc = rpc_launch.start(machine, args)       # JSON-RPC (unless --no-rpc)
         snapshot_cli.before_run(machine, args)
         if getattr(args, "replay", None):

@@ -13,7 +13,8 @@ an RPC error is a tool error whose text starts with ``error.data.reason``.
 
 The server is a running pypc (``--connect PORT``) or one this command
 starts: ``pypc run --headless --rpc-port 0 --timeout 31536000 [RUN
-OPTIONS]``, ended when the MCP session ends.
+OPTIONS]`` (no viewers unless RUN OPTIONS give their ports), ended when the
+MCP session ends.
 """
 
 import copy

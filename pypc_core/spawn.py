@@ -15,16 +15,30 @@ class SpawnError(PypcError):
     pass
 
 
+def viewer_args(run_args):
+    """``--no-telnet`` / ``--no-vnc`` for each viewer RUN_ARGS does not
+    name: a spawned pypc is a private one, so it leaves the viewers' default
+    ports (2300, 5902) to a pypc the user runs, and serves a viewer only
+    when asked (``--vnc-port 5910`` among RUN_ARGS)."""
+    named = {a.split("=", 1)[0] for a in run_args}
+    if "--no-viewers" in named:
+        return []
+    return [off for port, off in (("--telnet-port", "--no-telnet"), ("--vnc-port", "--no-vnc"))
+            if port not in named and off not in named]
+
+
 class SpawnedPypc:
     """``pypc run --headless --rpc-port 0 --timeout 31536000 RUN_ARGS`` (a
-    ``--timeout`` in RUN_ARGS wins); :attr:`port` is its JSON-RPC port.  Its
+    ``--timeout`` in RUN_ARGS wins; no viewers unless RUN_ARGS name their
+    ports: :func:`viewer_args`); :attr:`port` is its JSON-RPC port.  Its
     stdout is discarded (it may be another protocol's channel) and its
     stderr, after the port line, is copied to ``stderr``."""
 
     def __init__(self, run_args=(), stderr=None):
         self.stderr = stderr or sys.stderr
+        run_args = [str(a) for a in run_args]
         cmd = [sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--rpc-port", "0",
-               *RUN_FOREVER, *run_args]
+               *RUN_FOREVER, *viewer_args(run_args), *run_args]
         self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         port, lines = None, []

@@ -80,7 +80,7 @@ def test_the_same_run_gives_the_same_samples(tmp_path):
 
 def test_the_command_line_writes_the_wav(tmp_path):
     wav = tmp_path / "beep.wav"
-    proc = subprocess.run(pypc_command() + ["run", "--headless", "--turbo", "--no-rpc", "--timeout", "2",
+    proc = subprocess.run(pypc_command() + ["run", "--headless", "--turbo", "--no-rpc", "--no-viewers", "--timeout", "2",
                                             "--floppy", floppy(tmp_path / "b.img", beep_boot(1193)),
                                             "--audio", str(wav)],
                           env=pypc_env(), capture_output=True, text=True, timeout=180,
@@ -97,7 +97,7 @@ def test_the_command_line_writes_the_wav(tmp_path):
 ])
 def test_bad_audio_paths(tmp_path, args, words):
     args = [a.replace("{tmp}", str(tmp_path)) for a in args]
-    proc = subprocess.run(pypc_command() + ["run", "--headless", "--no-rpc", "--timeout", "1"]
+    proc = subprocess.run(pypc_command() + ["run", "--headless", "--no-rpc", "--no-viewers", "--timeout", "1"]
                           + args,
                           env=pypc_env(), capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)

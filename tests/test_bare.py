@@ -12,7 +12,7 @@ PROGRAM = bytes.fromhex("B83412BB7856A30005FAF4")
 
 
 def pypc(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--turbo",
+    return subprocess.run([sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--headless", "--turbo",
                            *args], capture_output=True, text=True, timeout=timeout)
 
 
@@ -117,6 +117,6 @@ def test_bare_options_go_together(prog, args, words):
 
 
 def test_bare_needs_headless(prog):
-    p = subprocess.run([sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--bare"],
+    p = subprocess.run([sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--bare"],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "--headless" in p.stderr

@@ -35,7 +35,7 @@ def test_no_plugins_headless_says_there_is_no_display(tmp_path):
 
 
 def test_no_plugins_live_is_an_error(tmp_path):
-    run = PtyRun(["run", "--no-rpc", "--turbo", "--plugins", ""], tmp_path)
+    run = PtyRun(["run", "--no-rpc", "--no-viewers", "--turbo", "--plugins", ""], tmp_path)
     try:
         assert run.wait(CEILING_S) == 2
     finally:

@@ -18,7 +18,7 @@ NOTICE = COMPILE_NOTICE.rstrip("\u2026").encode()
 
 def test_compile_notice_on_a_terminal_only_and_only_when_cold(tmp_path, monkeypatch):
     image = program_image(tmp_path, "video")
-    args = ["run", "--no-rpc", "--headless", "--turbo", "--floppy", image, "--timeout", "1"]
+    args = ["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--floppy", image, "--timeout", "1"]
     piped_cache = tmp_path / "cache-piped"
     tty_cache = tmp_path / "cache-tty"
     piped_cache.mkdir()

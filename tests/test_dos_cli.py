@@ -11,7 +11,7 @@ from pypc_core.cli import main
 
 
 def run(capsys, *argv):
-    code = main(["run", "--no-rpc", "--headless", "--turbo", *argv])
+    code = main(["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -36,7 +36,7 @@ def run_cli(*args):
 
 
 def test_two_video_cards_are_one_clear_error():
-    proc = run_cli("run", "--no-rpc", "--headless", "--turbo", "--timeout", "1", "--plugins", "cga,vga")
+    proc = run_cli("run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--timeout", "1", "--plugins", "cga,vga")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == ("pypc: error: two video cards: cga and vga; a machine "
                                    "has one display (choose one, e.g. --video cga)")

@@ -136,9 +136,9 @@ def no_rpc(argv):
     """Test runs serve no JSON-RPC: several pypc processes (and test runs)
     at once would all want 127.0.0.1:2301."""
     if argv[:1] == ["run"]:
-        return ["run", "--no-rpc"] + argv[1:]
+        return ["run", "--no-rpc", "--no-viewers"] + argv[1:]
     if argv[:1] == ["screenshot"] and len(argv) > 1:
-        return argv[:2] + ["--no-rpc"] + argv[2:]
+        return argv[:2] + ["--no-rpc", "--no-viewers"] + argv[2:]
     return argv
 
 
@@ -296,7 +296,7 @@ def test_image_in_use_by_another_instance(tmp_path, hello):
     before = sha(hello)
     # the first instance is paced to real time: it idles in the guest's HLT
     first = subprocess.Popen(
-        pypc_command() + ["run", "--no-rpc", "--headless", "--speed", "1", "--floppy", str(hello),
+        pypc_command() + ["run", "--no-rpc", "--no-viewers", "--headless", "--speed", "1", "--floppy", str(hello),
                           "--timeout", "600"],
         cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -497,7 +497,7 @@ def clash_plugins(tmp_path, monkeypatch):
 def test_device_port_conflict_names_both(tmp_path, hello, clash_plugins, capsys,
                                          plugin, owner):
     before = sha(hello)
-    status = cli.main(["run", "--no-rpc", "--headless", "--turbo", "--plugins", f"cga,{plugin}",
+    status = cli.main(["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--plugins", f"cga,{plugin}",
                        "--floppy", str(hello), "--timeout", "1"])
     captured = capsys.readouterr()
     assert status == 2, captured
@@ -519,7 +519,7 @@ def test_device_port_conflict_from_the_command_line(tmp_path, hello, clash_plugi
     env["PYTHONPATH"] = os.pathsep.join([str(clash_plugins), env["PYTHONPATH"]])
     before = sha(hello)
     proc = subprocess.run(
-        pypc_command() + ["run", "--no-rpc", "--headless", "--turbo", "--plugins", "cga,sneaky",
+        pypc_command() + ["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--plugins", "cga,sneaky",
                           "--floppy", str(hello)],
         cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, capture_output=True,
         text=True, timeout=RUN_TIMEOUT)

@@ -140,7 +140,7 @@ def visible_rows(out):
 # -- stopping a live run by a signal ---------------------------------------------------
 
 def test_sigint_ends_a_live_run_and_restores_the_terminal(pty_run, spin):
-    run = pty_run("run", "--no-rpc", "--turbo", "--floppy", spin)
+    run = pty_run("run", "--no-rpc", "--no-viewers", "--turbo", "--floppy", spin)
     assert run.read_until(ENTER_SCREEN)
     assert run.read_until(b"pypc XT BIOS")          # the loop draws the guest
     attrs = termios.tcgetattr(run.fd)
@@ -159,7 +159,7 @@ def test_control_keys_reach_the_guest_and_ctrl_bracket_q_quits(pty_run, ownkbd):
     """Ctrl-C, Ctrl-Z and Ctrl-\\ are keys for the guest (its own IRQ 1
     handler shows the scan codes it reads), Ctrl-] b is Ctrl-Break
     (Ctrl + Scroll Lock), and Ctrl-] q quits with status 0."""
-    run = pty_run("run", "--no-rpc", "--turbo", "--floppy", ownkbd)
+    run = pty_run("run", "--no-rpc", "--no-viewers", "--turbo", "--floppy", ownkbd)
     assert run.read_until(b"OWN KEYBOARD DRIVER")
     assert run.read_until(b"Ctrl-] q quits")           # the status line says how
     run.send(b"\x03\x1a\x1c\x1db")
@@ -174,7 +174,7 @@ def test_control_keys_reach_the_guest_and_ctrl_bracket_q_quits(pty_run, ownkbd):
 
 
 def test_ctrl_bracket_twice_sends_ctrl_bracket_and_other_keys_cancel(pty_run, ownkbd):
-    run = pty_run("run", "--no-rpc", "--turbo", "--floppy", ownkbd,
+    run = pty_run("run", "--no-rpc", "--no-viewers", "--turbo", "--floppy", ownkbd,
                   "--until-text", "1D 1B 9B 9D 1E 9E")
     assert run.read_until(b"OWN KEYBOARD DRIVER")
     run.send(b"\x1d\x1d")              # Ctrl-] Ctrl-]: Ctrl-] for the guest
@@ -220,7 +220,7 @@ def tmux(tmp_path):
 @tmux_only
 def test_small_terminal_clips_without_wrapping_and_resize_redraws(tmp_path, tmux, ownkbd):
     env = pypc_env()
-    command = " ".join([*pypc_command(), "run", "--no-rpc", "--turbo", "--floppy", str(ownkbd)])
+    command = " ".join([*pypc_command(), "run", "--no-rpc", "--no-viewers", "--turbo", "--floppy", str(ownkbd)])
     assert tmux("-f", "/dev/null", "new-session", "-d", "-s", "pypc", "-x", "40", "-y", "12",
                 "-e", f"PYTHONPATH={env['PYTHONPATH']}", "-e", "PYPC_DEBUG=",
                 "-c", str(tmp_path), command).returncode == 0

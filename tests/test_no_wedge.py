@@ -37,7 +37,7 @@ def test_pit_read_before_first_wrap_prints_ok(tmp_path):
 
 def test_pit_wedge_guest_ends_by_timeout_on_the_command_line(tmp_path):
     img = program_image(tmp_path, "pitwedge")
-    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--turbo",
+    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--headless", "--turbo",
             "--floppy", img, "--readonly"]
     ok = subprocess.run(base + ["--until-text", "OK", "--timeout", "5"],
                         capture_output=True, text=True, timeout=120)

@@ -29,7 +29,7 @@ def ownkbd(tmp_path):
 def test_type_reaches_a_guest_with_its_own_keyboard_driver(tmp_path, ownkbd):
     # two lines: the second is typed once the screen is still again
     proc = subprocess.run(
-        pypc_command() + ["run", "--no-rpc", "--headless", "--turbo", "--floppy", ownkbd,
+        pypc_command() + ["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--floppy", ownkbd,
                           "--type", r"ab\rc", "--until-text", "1E 9E 30 B0 1C 9C 2E AE",
                           "--timeout", "30"],
         cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL, capture_output=True,

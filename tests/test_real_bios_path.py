@@ -67,7 +67,7 @@ def test_type_with_a_third_party_bios(tmp_path):
     rom = tmp_path / "tiny.rom"
     rom.write_bytes(tiny_bios())
     proc = subprocess.run(
-        [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--turbo",
+        [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--headless", "--turbo",
          "--bios", str(rom), "--type", "x", "--until-text=-\u00a1", "--timeout", "10"],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -28,7 +28,7 @@ def call(sock_file, sock, method, params=None, ident=[0]):
 @pytest.fixture
 def server(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "run", "--headless",
-                             "--serve", "--rpc-port", "0", "--plugins", "cga"],
+                             "--serve", "--rpc-port", "0", "--no-viewers", "--plugins", "cga"],
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     assert "JSON-RPC agent server on 127.0.0.1:" in line, line

@@ -373,7 +373,7 @@ def test_command_line_load_snapshot_brings_its_disks(tmp_path):
     img = tmp_path / "c.img"
     data = hdd_image(img, 9)
     snap = tmp_path / "s.zip"
-    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--turbo",
+    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--headless", "--turbo",
             "--plugins", "cga"]
     first = subprocess.run(base + ["--hdd", str(img), "--cow", "--timeout", "1",
                                    "--save-snapshot", str(snap)],

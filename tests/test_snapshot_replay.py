@@ -175,7 +175,7 @@ def test_built_in_dos_session_with_dir_type_and_a_program_replays(tmp_path):
 def test_command_line_record_then_replay(tmp_path):
     rec = tmp_path / "keys.json"
     snap = tmp_path / "end.zip"
-    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--headless", "--plugins",
+    base = [sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc", "--no-viewers", "--headless", "--plugins",
             "cga"]
     first = subprocess.run(base + ["--turbo", "--timeout", "2", "--type", r"abc\r",
                                    "--record", str(rec), "--save-snapshot", str(snap)],

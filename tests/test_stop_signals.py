@@ -51,7 +51,7 @@ def start_headless_then_signal(tmp_path, image, sig=signal.SIGINT, hang=False):
         "launcher.run_headless = run_headless\n"
         "sys.exit(cli.main(sys.argv[1:]))\n" % hang)
     proc = subprocess.Popen(
-        [sys.executable, "-c", script, "run", "--no-rpc", "--headless", "--turbo", "--floppy",
+        [sys.executable, "-c", script, "run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--floppy",
          str(image), "--timeout", "100000"],
         cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -87,7 +87,7 @@ def test_sigint_ends_a_run_whose_slice_never_returns(tmp_path, spin):
 
 
 def test_timeout_ends_a_headless_run_of_a_spinning_guest(tmp_path, spin):
-    proc = subprocess.run(pypc_command() + ["run", "--no-rpc", "--headless", "--turbo", "--floppy",
+    proc = subprocess.run(pypc_command() + ["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--floppy",
                                             str(spin), "--timeout", "5"],
                           cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=CEILING_S)
@@ -106,7 +106,7 @@ PIT_READER = bytes.fromhex("B800B8 8ED8 E440 C70600004F0F C70602004B0F EBFE")
 
 def test_timeout_and_sigint_end_a_guest_reading_the_pit(tmp_path):
     image = boot_image(tmp_path, "pit", PIT_READER)
-    proc = subprocess.run(pypc_command() + ["run", "--no-rpc", "--headless", "--turbo", "--floppy",
+    proc = subprocess.run(pypc_command() + ["run", "--no-rpc", "--no-viewers", "--headless", "--turbo", "--floppy",
                                             str(image), "--timeout", "3"],
                           cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=CEILING_S)

@@ -490,13 +490,19 @@ def test_no_viewer_no_snapshot(rig_factory):
 
 # -- the command line -------------------------------------------------------------------
 
-def pypc_run(*args, timeout=120, rpc=False):
+def pypc_run(*args, timeout=120, rpc=False, defaults=False):
     """``pypc run --headless --turbo ARGS``, with ``--no-rpc`` unless ``rpc``
-    (only runs refused before anything listens may leave the RPC server on:
-    several test processes at once would all want its port 2301)."""
-    return subprocess.run(pypc_command() + ["run", "--headless", "--turbo"]
-                          + ([] if rpc else ["--no-rpc"])
-                          + [str(a) for a in args], env=pypc_env(), capture_output=True,
+    and ``--no-telnet`` / ``--no-vnc`` for a viewer ARGS do not name unless
+    ``defaults`` (only runs refused before anything listens may leave the
+    servers on their default ports: several test processes at once would all
+    want 2300, 2301 and 5902)."""
+    args = [str(a) for a in args]
+    extra = [] if rpc else ["--no-rpc"]
+    if not defaults:
+        extra += [off for port, off in (("--telnet-port", "--no-telnet"),
+                                        ("--vnc-port", "--no-vnc")) if port not in args]
+    return subprocess.run(pypc_command() + ["run", "--headless", "--turbo"] + extra + args,
+                          env=pypc_env(), capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
@@ -513,14 +519,22 @@ def one_line_error(proc, *words):
     (["--vnc-port", "2301"], ["--vnc-port", "--rpc-port", "2301"]),
     (["--telnet-port", "7001", "--rpc-port", "7001"], ["--telnet-port", "--rpc-port"]),
     (["--vnc-port", "2301", "--telnet-port", "2301", "--rpc-port", "0"], ["differ"]),
-    (["--vnc-port", "0"], ["outside 1-65535"]),
-    (["--vnc-port", "70000"], ["outside 1-65535"]),
+    (["--vnc-port=-1"], ["outside 0-65535"]),
+    (["--vnc-port", "70000"], ["outside 0-65535"]),
     (["--telnet-port", "x23"], ["not a port"]),
-    (["--vnc-port", "--listen", "localhost"], ["--listen", "not an IP address"]),
-    (["--listen", "0.0.0.0"], ["--listen needs a viewer"]),
+    (["--vnc-port"], ["expected one argument"]),
+    (["--listen", "localhost"], ["--listen", "not an IP address"]),
+    (["--no-viewers", "--listen", "0.0.0.0"], ["--listen", "--no-viewers"]),
+    (["--no-telnet", "--no-vnc", "--listen", "0.0.0.0"], ["--listen", "leaves none"]),
+    # the defaults count: telnet 2300, VNC 5902, RPC 2301
+    (["--vnc-port", "2300"], ["--telnet-port and --vnc-port are both 2300"]),
+    (["--rpc-port", "5902"], ["--vnc-port and --rpc-port are both 5902"]),
+    (["--telnet-port", "2301"], ["--telnet-port and --rpc-port are both 2301"]),
+    (["--telnet-port", "7002", "--no-telnet"], ["--telnet-port", "--no-telnet", "contradict"]),
+    (["--vnc-port", "7003", "--no-viewers"], ["--vnc-port", "--no-viewers", "contradict"]),
 ])
 def test_bad_viewer_options(args, words):
-    one_line_error(pypc_run(*args, "--timeout", "1", rpc=True), *words)
+    one_line_error(pypc_run(*args, "--timeout", "1", rpc=True, defaults=True), *words)
 
 
 def test_the_same_port_as_rpc_is_fine_without_rpc(tmp_path):

@@ -134,10 +134,16 @@ def free_port():
 
 
 def viewer_args(**kw):
-    """An argparse namespace as ``pypc run`` makes it, for frontends.start."""
+    """An argparse namespace as ``pypc run`` makes it, for frontends.start;
+    a viewer whose port ``kw`` does not give is left out (as by --no-telnet /
+    --no-vnc) unless ``kw`` says otherwise: tests never take the default
+    ports."""
     fields = dict(telnet_port=None, vnc_port=None, listen=None, audio=None,
-                  no_sound=True, no_rpc=False, rpc_port=None, headless=True)
+                  no_sound=True, no_rpc=False, rpc_port=None, headless=True,
+                  no_viewers=False)
     fields.update(kw)
+    for port, off in (("telnet_port", "no_telnet"), ("vnc_port", "no_vnc")):
+        fields.setdefault(off, fields[port] is None)
     return argparse.Namespace(**fields)
 
 

@@ -5,21 +5,25 @@
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
-Both viewers listen on 127.0.0.1 unless ``--listen ADDR`` says otherwise.
-Without a port number, ``--telnet-port`` listens on 2300 and ``--vnc-port``
-on 5902 (the API contract's ports).  With the RPC server on (the default)
-they are view-only; under ``--no-rpc`` their keys reach the guest.  The
-telnet, VNC and RPC ports must all differ.
+As the API contract says, ``pypc run`` serves both viewers by default:
+telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301, all on 127.0.0.1
+unless ``--listen ADDR`` says otherwise (the RPC port stays on 127.0.0.1).
+``--telnet-port PORT`` / ``--vnc-port PORT`` move them (0: any free port,
+printed on stderr); ``--no-telnet``, ``--no-vnc`` and ``--no-viewers`` leave
+them out.  With the RPC server on they are view-only; under ``--no-rpc``
+their keys reach the guest.  The telnet, VNC and RPC ports must all differ.
 
 The launcher calls :func:`check_args` before it builds the machine and
 :func:`start` once it is built; the returned :class:`Frontends` is served
 on the machine thread after every run (``machine.run_hooks``) and closed
-when the run ends.
+when the run ends.  An agent server (``--serve``) whose ``session.start``
+replaces the machine moves them to the new one (:meth:`Frontends.follow`).
 """
 
 import argparse
 import ipaddress
 import os
+import sys
 
 from ..errors import PypcError
 
@@ -34,8 +38,8 @@ def _port(text):
         value = int(text, 10)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 1-65535")
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port {value} is outside 0-65535")
     return value
 
 
@@ -43,14 +47,18 @@ def add_arguments(parser):
     """``pypc run``'s viewer and sound options (``--no-rpc`` and
     ``--rpc-port`` are the RPC server's: pypc_core/rpc/launch.py)."""
     g = parser.add_argument_group("viewers and sound")
-    g.add_argument("--telnet-port", type=_port, nargs="?", const=DEFAULT_TELNET_PORT,
-                   metavar="PORT",
+    g.add_argument("--telnet-port", type=_port, metavar="PORT",
                    help="serve the text screen to telnet clients on PORT "
-                        f"(default {DEFAULT_TELNET_PORT}); view-only unless --no-rpc")
-    g.add_argument("--vnc-port", type=_port, nargs="?", const=DEFAULT_VNC_PORT,
-                   metavar="PORT",
+                        f"(default {DEFAULT_TELNET_PORT}; 0: any free port, printed on "
+                        "stderr); view-only unless --no-rpc")
+    g.add_argument("--vnc-port", type=_port, metavar="PORT",
                    help="serve the screen to VNC viewers (RFB 3.8) on PORT "
-                        f"(default {DEFAULT_VNC_PORT}); view-only unless --no-rpc")
+                        f"(default {DEFAULT_VNC_PORT}; 0: any free port, printed on "
+                        "stderr); view-only unless --no-rpc")
+    g.add_argument("--no-telnet", action="store_true", help="no telnet viewer")
+    g.add_argument("--no-vnc", action="store_true", help="no VNC viewer")
+    g.add_argument("--no-viewers", action="store_true",
+                   help="neither viewer (--no-telnet --no-vnc)")
     g.add_argument("--listen", metavar="ADDR",
                    help=f"address the viewers listen on (default {DEFAULT_LISTEN}: "
                         "this host only)")
@@ -62,22 +70,46 @@ def add_arguments(parser):
     return parser
 
 
+def viewer_ports(args):
+    """(telnet port, VNC port) ``args`` asks for, None for a viewer left
+    out (their defaults unless --no-telnet / --no-vnc / --no-viewers)."""
+    none = getattr(args, "no_viewers", False)
+    telnet = getattr(args, "telnet_port", None)
+    vnc = getattr(args, "vnc_port", None)
+    if none or getattr(args, "no_telnet", False):
+        telnet = None
+    elif telnet is None:
+        telnet = DEFAULT_TELNET_PORT
+    if none or getattr(args, "no_vnc", False):
+        vnc = None
+    elif vnc is None:
+        vnc = DEFAULT_VNC_PORT
+    return telnet, vnc
+
+
 def rpc_enabled(args):
     return not getattr(args, "no_rpc", False)
 
 
 def check_args(args):
     """Bad viewer/sound options: a one-line PypcError before anything runs."""
-    telnet = getattr(args, "telnet_port", None)
-    vnc = getattr(args, "vnc_port", None)
+    for option, off in (("telnet_port", ("no_telnet", "no_viewers")),
+                        ("vnc_port", ("no_vnc", "no_viewers"))):
+        if getattr(args, option, None) is None:
+            continue
+        for name in off:
+            if getattr(args, name, False):
+                raise PypcError(f"--{option.replace('_', '-')} and --{name.replace('_', '-')} "
+                                "contradict each other")
+    telnet, vnc = viewer_ports(args)
     ports = []
-    if telnet is not None:
+    if telnet:                                          # (0: a free port, never a clash)
         ports.append(("--telnet-port", telnet))
-    if vnc is not None:
+    if vnc:
         ports.append(("--vnc-port", vnc))
     rpc_port = getattr(args, "rpc_port", None)
     rpc_port = DEFAULT_RPC_PORT if rpc_port is None else rpc_port
-    if ports and rpc_enabled(args) and rpc_port:         # (0: the RPC picks a free port)
+    if ports and rpc_enabled(args) and rpc_port:
         ports.append(("--rpc-port", rpc_port))
     for i, (name_a, a) in enumerate(ports):
         for name_b, b in ports[i + 1:]:
@@ -92,7 +124,8 @@ def check_args(args):
             raise PypcError(f"--listen {listen!r} is not an IP address "
                             f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
         if telnet is None and vnc is None:
-            raise PypcError("--listen needs a viewer (--telnet-port or --vnc-port)")
+            raise PypcError("--listen is the viewers' address, and --no-viewers (or "
+                            "--no-telnet --no-vnc) leaves none")
     audio = getattr(args, "audio", None)
     if audio:
         if os.path.isdir(audio):
@@ -149,6 +182,22 @@ class Frontends:
         if self.speaker is not None:
             self.speaker.render()
 
+    def follow(self, machine):
+        """Show and sound ``machine`` from now on instead of the current one
+        (an agent server's ``session.start`` replaced it).  Connected
+        viewers stay connected and get a full picture of the new machine."""
+        old = self.machine
+        if machine is old:
+            return
+        if self._hooked:
+            if self.display.service in old.run_hooks:
+                old.run_hooks.remove(self.display.service)
+            machine.run_hooks.append(self.display.service)
+        self.machine = machine
+        self.display.follow(machine)
+        if self.speaker is not None:
+            self.speaker.follow(machine)
+
     def close(self):
         if self._hooked:
             try:
@@ -165,14 +214,21 @@ class Frontends:
             self.speaker = None
 
 
-def start(machine, args):
-    """Start what ``args`` asks for (None when nothing is asked)."""
-    telnet = getattr(args, "telnet_port", None)
-    vnc = getattr(args, "vnc_port", None)
+def start(machine, args, stream=None):
+    """Start what ``args`` asks for (None when nothing is asked).  A viewer
+    on port 0 says on ``stream`` (stderr) which port it got."""
+    telnet, vnc = viewer_ports(args)
     audio = getattr(args, "audio", None)
     live = not getattr(args, "headless", True) and not getattr(args, "no_sound", False)
     if telnet is None and vnc is None and not audio and not live:
         return None
-    return Frontends(machine, telnet_port=telnet, vnc_port=vnc,
-                     listen=getattr(args, "listen", None) or DEFAULT_LISTEN,
-                     keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live)
+    listen = getattr(args, "listen", None) or DEFAULT_LISTEN
+    viewers = Frontends(machine, telnet_port=telnet, vnc_port=vnc, listen=listen,
+                        keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live)
+    stream = stream or sys.stderr
+    for name, asked, server in (("telnet", telnet, viewers.telnet),
+                                ("VNC", vnc, viewers.vnc)):
+        if asked == 0:
+            stream.write(f"pypc: {name} viewer on {listen}:{server.port}\n")
+            stream.flush()
+    return viewers

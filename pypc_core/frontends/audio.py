@@ -94,12 +94,7 @@ class Speaker:
         self.origin_sample = 0
         self.last_cycle = self.origin_cycle
         self._capture()
-        ppi, pit = machine.ppi, machine.pit
-        self._old_ppi_hook = ppi.on_speaker_change
-        self._old_pit_hook = getattr(pit, "on_channel2_change", None)
-        ppi.on_speaker_change = self._ppi_changed
-        pit.on_channel2_change = self._pit_changed
-        machine.run_hooks.append(self.render)
+        self._attach()
         self.closed = False
 
     def _capture(self):
@@ -150,16 +145,41 @@ class Speaker:
         for sink in self.sinks:
             sink.write(pcm)
 
-    def close(self):
-        if self.closed:
+    def follow(self, machine):
+        """Sound ``machine`` from now on (an agent server's session.start
+        replaced the machine): what the old one played is rendered, and the
+        sound goes on, without a gap or an overlap, from the new one's state."""
+        if self.closed or machine is self.machine:
             return
         self.render()
-        self.closed = True
+        self._detach()
+        self.machine = machine
+        self._attach()
+        self.origin_cycle, self.origin_sample = machine.clock(), self.samples
+        self.last_cycle = self.origin_cycle
+        self._capture()
+
+    def _detach(self):
         m = self.machine
         m.ppi.on_speaker_change = self._old_ppi_hook
         m.pit.on_channel2_change = self._old_pit_hook
         if self.render in m.run_hooks:
             m.run_hooks.remove(self.render)
+
+    def _attach(self):
+        ppi, pit = self.machine.ppi, self.machine.pit
+        self._old_ppi_hook = ppi.on_speaker_change
+        self._old_pit_hook = getattr(pit, "on_channel2_change", None)
+        ppi.on_speaker_change = self._ppi_changed
+        pit.on_channel2_change = self._pit_changed
+        self.machine.run_hooks.append(self.render)
+
+    def close(self):
+        if self.closed:
+            return
+        self.render()
+        self.closed = True
+        self._detach()
         for sink in self.sinks:
             sink.close()
 

@@ -13,8 +13,11 @@ Keys typed in a viewer are queued here and given to the keyboard by the
 machine thread in ``service``; the contract allows that only under
 ``--no-rpc`` (``keyboard=False`` drops them).
 
-The display epoch (``machine.display_epoch``) is carried in every snapshot:
-a viewer that sees it change (a snapshot was restored) redraws everything.
+The display epoch is carried in every snapshot: a viewer that sees it
+change redraws everything.  It is ``(machine generation, machine.display_epoch)``:
+the machine's own epoch moves when a snapshot is restored, the generation
+when :meth:`Display.follow` moves to another machine (an agent server's
+``session.start``), whose own epoch may well equal the old one's.
 """
 
 import collections
@@ -75,6 +78,7 @@ class Display:
         self._keys = collections.deque()
         self.viewers = 0                # connected sessions (any thread)
         self.published = 0
+        self.generation = 0             # machines shown before this one (follow)
 
     # -- machine thread -----------------------------------------------------
     def service(self):
@@ -112,7 +116,8 @@ class Display:
         m = self.machine
         video = m.video
         want_frame, want_text = self._want_frame, self._want_text
-        fields = {"epoch": getattr(m, "display_epoch", 0), "clock": m.clock()}
+        fields = {"epoch": (self.generation, getattr(m, "display_epoch", 0)),
+                  "clock": m.clock()}
         if video is None:
             fields.update(adapter="none", mode="none", graphics=True,
                           frame=np.zeros((200, 640, 3), dtype=np.uint8) if want_frame else None)
@@ -133,6 +138,15 @@ class Display:
             self._urgent = False
             self.published += 1
             self._cond.notify_all()
+
+    def follow(self, machine):
+        """Show ``machine`` from now on (machine thread): a new display
+        epoch, and a picture at once for the viewers waiting."""
+        self._keys.clear()              # typed for the old machine
+        self.machine = machine
+        self.generation += 1
+        if self._want_frame or self._want_text:
+            self.publish()
 
     # -- viewer threads -----------------------------------------------------
     def latest(self):

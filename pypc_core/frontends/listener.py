@@ -18,9 +18,10 @@ def listen_socket(host, port, option):
         sock.listen(8)
     except OSError as exc:
         sock.close()
+        off = "--no-" + option[2:].replace("-port", "")         # --no-telnet, --no-vnc
         raise PypcError(f"{option} {port}: cannot listen on {host}:{port} "
                         f"({exc.strerror or exc}); another pypc may be using it: "
-                        f"pick another {option}") from None
+                        f"pick another {option} or use {off}") from None
     return sock
 
 

@@ -123,6 +123,7 @@ class Controller:
         self.at_slice_boundary = False  # the last run ended on its budget, not a stop
         self.slice_hooks = []           # fn(ctl) after every slice/step (traces, history)
         self.limit_hooks = []           # fn(ctl, cycles) -> cycles: cap a slice
+        self.adopt_hooks = []           # fn(machine) when adopt() replaces the machine
         self.slice = PACED_SLICE
         self.requests_served = 0
         self.stopped = threading.Event()
@@ -239,6 +240,8 @@ class Controller:
         self.pressed.clear()
         self.running = False
         self.at_slice_boundary = False
+        for hook in self.adopt_hooks:   # (the viewers show the new machine)
+            hook(machine)
 
     def make_stop(self, kind, **fields):
         stop = {"kind": kind}

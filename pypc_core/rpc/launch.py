@@ -56,17 +56,21 @@ def check_serve(args):
                             "does not apply")
 
 
-def serve(machine, args, stream=None):
+def serve(machine, args, stream=None, viewers=None):
     """``pypc run --headless --serve``: run ``machine`` under the RPC
     controller until SIGINT/SIGTERM (exit 130/143).  Unlike the other
     runs, no launcher loop holds the machine, so ``session.start`` may
-    replace it with a program's machine."""
+    replace it with a program's machine; ``viewers`` (the launcher's
+    :class:`~pypc_core.frontends.Frontends`, if any) follow it there and
+    are closed here, before the last session's machine."""
     import signal
     import threading
     from .server import start as start_server
     port = getattr(args, "rpc_port", None)
     port = DEFAULT_PORT if port is None else port
     controller, server = start_server(machine, port)
+    if viewers is not None:
+        controller.adopt_hooks.append(viewers.follow)
     stream = stream or sys.stderr
     stream.write(f"pypc: JSON-RPC agent server on {HOST}:{server.port} (Ctrl-C ends it)\n")
     stream.flush()
@@ -88,6 +92,8 @@ def serve(machine, args, stream=None):
         for s, h in old.items():
             signal.signal(s, h)
         server.close()
+        if viewers is not None:
+            viewers.close()
         if controller.machine is not machine:
             controller.machine.close()      # the last session's machine
     return 128 + got[0] if got else 0
