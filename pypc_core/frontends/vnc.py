@@ -8,8 +8,19 @@
   pseudo-encoding (-223) to clients that announce it; others keep the size
   they were given (the picture is cut or padded with black).
 * Encodings: Raw (0) and ZRLE (16), whichever the client prefers; any
-  true-colour pixel format the client sets (8, 16, 24 or 32 bits, either
-  byte order).
+  true-colour pixel format the client sets (8, 16 or 32 bits, either byte
+  order).
+* Colour-map pixel formats (true-colour flag 0; 8, 16 or 32 bits, a map of
+  2^depth entries, at most 65,536): each client has its own
+  :class:`ColourMap`, filled with the colours it is sent in the order they
+  appear; the entries an update adds go out in SetColourMapEntries just
+  before it, and when they do not fit the map is built again from the
+  frame, sent whole, and the whole frame follows.  Pixels are map indices
+  (ZRLE's CPIXEL is then the whole PIXEL).  A format that is still invalid
+  (another pixel size, maxima or shifts that do not fit, a colour-map depth
+  outside 1..bpp) closes the connection, since RFB cannot say why after the
+  handshake; the reason is kept in ``VncServer.refusals`` and logged
+  (``pypc.vnc``, INFO).
 * Incremental updates carry only the 16x16 tiles that changed since what
   this client was last sent, merged into rectangles.  A new display epoch
   (``machine.display_epoch``: a snapshot was restored) sends the whole frame.
@@ -21,6 +32,8 @@ Each client has a reader thread (client messages) and a writer thread
 so a client that vanishes mid-frame ends its own threads and nothing else.
 """
 
+import collections
+import logging
 import socket
 import struct
 import threading
@@ -33,12 +46,17 @@ from .. import scancodes
 from .display import Snapshot
 from .listener import ViewerServer
 
+log = logging.getLogger("pypc.vnc")
+
 ENC_RAW = 0
 ENC_ZRLE = 16
 ENC_DESKTOP_SIZE = -223
 TILE = 16                       # dirty-tracking granularity (pixels)
 ZRLE_TILE = 64
 MAX_RECTS = 256                 # more changed rectangles than this: one bounding box
+
+MAP_SIZE_MAX = 1 << 16          # colour-map entries SetColourMapEntries can number
+MAP_MESSAGE_MAX = 0xFFFF        # colours one SetColourMapEntries can carry
 
 # the server's own pixel format: 32 bpp, depth 24, little endian, true colour,
 # red at bit 16, green at 8, blue at 0 (bytes B, G, R, 0 in memory)
@@ -64,10 +82,15 @@ class PixelFormat:
 
     def check(self):
         """A reason this format cannot be served, or None."""
-        if not self.true_colour:
-            return "colour-map pixel formats are not supported"
         if self.bpp not in (8, 16, 32):
             return f"{self.bpp} bits per pixel is not a valid RFB pixel size"
+        if not self.true_colour:
+            # a colour map: the pixel is an index of ``depth`` useful bits
+            # (the maxima and shifts mean nothing)
+            if not 1 <= self.depth <= self.bpp:
+                return (f"depth {self.depth} does not fit a {self.bpp}-bit "
+                        "colour-map pixel")
+            return None
         for m, s in zip(self.max, self.shift):
             if m == 0 or (m & (m + 1)) or s + m.bit_length() > self.bpp:
                 return "colour maxima/shifts do not fit the pixel"
@@ -76,6 +99,12 @@ class PixelFormat:
     @property
     def bytes(self):
         return self.bpp // 8
+
+    @property
+    def map_size(self):
+        """Colour-map formats: the entries the client's map has, 2^depth,
+        at most 65,536 (SetColourMapEntries numbers them with 16 bits)."""
+        return min(1 << self.depth, MAP_SIZE_MAX)
 
     def values(self, rgb):
         """Pixel values (uint32[h, w]) of an RGB array."""
@@ -99,15 +128,22 @@ class PixelFormat:
             out[:, :, 1] = rgb[:, :, 1]
             out[:, :, 2] = rgb[:, :, 0]
             return out
-        v = self.values(rgb)
+        return self.pack_values(self.values(rgb))
+
+    def pack_values(self, values):
+        """PIXEL bytes ``uint8[h, w, bytes]`` of pixel values ``[h, w]``
+        (true-colour values, or colour-map indices)."""
+        h, w = values.shape
         dtype = {8: np.uint8, 16: np.uint16, 32: np.uint32}[self.bpp]
         order = ">" if self.big_endian else "<"
-        arr = v.astype(np.dtype(dtype).newbyteorder(order))
+        arr = values.astype(np.dtype(dtype).newbyteorder(order))
         return arr.view(np.uint8).reshape(h, w, self.bytes)
 
     def cpixel_slice(self):
-        """ZRLE's CPIXEL: the byte slice of a PIXEL it keeps."""
-        if self.bpp != 32 or self.depth > 24:
+        """ZRLE's CPIXEL: the byte slice of a PIXEL it keeps (the whole
+        PIXEL except for true colour in 32 bits with depth 24 or less, whose
+        colour bits fit the 3 low or the 3 high bytes; RFC 6143 7.7.6)."""
+        if not self.true_colour or self.bpp != 32 or self.depth > 24:
             return slice(0, self.bytes)
         mask = 0
         for m, s in zip(self.max, self.shift):
@@ -117,6 +153,106 @@ class PixelFormat:
         if not mask & 0xFF:             # the 3 most significant bytes
             return slice(0, 3) if self.big_endian else slice(1, 4)
         return slice(0, 4)
+
+
+def colour_keys(rgb):
+    """``uint32[h, w]``: each pixel's colour as one number, R<<16 | G<<8 | B."""
+    c = rgb.astype(np.uint32)
+    return (c[:, :, 0] << np.uint32(16)) | (c[:, :, 1] << np.uint32(8)) | c[:, :, 2]
+
+
+def key_colours(keys):
+    """``uint8[n, 3]``: the RGB colours of colour keys ``[n]``."""
+    keys = np.asarray(keys, dtype=np.uint32)
+    return np.stack([(keys >> np.uint32(s)) & np.uint32(0xFF) for s in (16, 8, 0)],
+                    axis=1).astype(np.uint8)
+
+
+class ColourMap:
+    """What a client in a colour-map pixel format has in its map: an index
+    for every colour it was sent, given in the order the colours first
+    appeared (writer thread only).
+
+    :meth:`update` gives the new colours of the pixels about to be sent
+    free indices, or, when they do not fit in ``size`` entries, builds the
+    map again from the whole frame (the caller then sends the whole
+    frame).  Indices are exact whenever the frame's colours fit the map; a
+    frame with more colours than the map has entries (a client with a
+    small ``depth``) keeps its most frequent colours and draws the others
+    with the nearest entry."""
+
+    def __init__(self, size):
+        self.size = size
+        self.keys = np.zeros(0, dtype=np.uint32)      # sorted colour keys in the map
+        self.index = np.zeros(0, dtype=np.uint32)     # their indices, same order
+        self.count = 0                                # entries in use: 0 .. count-1
+        self.approximate = False                      # built from a frame that did not fit
+
+    def missing(self, keys):
+        """The colour keys of ``keys`` (unique, sorted) not in the map."""
+        if not self.count:
+            return keys
+        pos = np.minimum(np.searchsorted(self.keys, keys), self.count - 1)
+        return keys[self.keys[pos] != keys]
+
+    def update(self, seen, frame_keys):
+        """Make room for the colours ``seen`` (unique sorted keys of the
+        pixels to send); ``frame_keys`` (a callable) gives the whole
+        frame's keys if the map must be rebuilt.  Returns ``(entries,
+        rebuilt)``: the ``(first, keys)`` runs the client must be sent in
+        SetColourMapEntries, and whether the map was rebuilt."""
+        new = self.missing(seen)
+        if not len(new):
+            return [], False
+        if self.count + len(new) <= self.size:
+            first = self.count
+            self._add(new, np.arange(first, first + len(new), dtype=np.uint32))
+            return [(first, new)], False
+        colours, counts = np.unique(frame_keys(), return_counts=True)
+        if len(colours) > self.size:
+            if self.approximate and self.count == self.size:
+                return [], False        # still too many: new colours take nearest entries
+            colours = colours[np.argsort(-counts, kind="stable")[:self.size]]
+            colours.sort()
+        self.keys = np.zeros(0, dtype=np.uint32)
+        self.index = np.zeros(0, dtype=np.uint32)
+        self.count = 0
+        self.approximate = len(colours) < len(counts)
+        self._add(colours, np.arange(len(colours), dtype=np.uint32))
+        return [(0, colours)], True
+
+    def _add(self, keys, indices):
+        keys = np.concatenate([self.keys, keys])
+        indices = np.concatenate([self.index, indices])
+        order = np.argsort(keys, kind="stable")
+        self.keys, self.index = keys[order], indices[order]
+        self.count = len(self.keys)
+
+    def indices(self, keys):
+        """Map indices (``uint32``, the shape of ``keys``) of colour keys."""
+        flat = keys.ravel()
+        pos = np.minimum(np.searchsorted(self.keys, flat), self.count - 1)
+        out = self.index[pos]
+        miss = self.keys[pos] != flat
+        if miss.any():                              # only in an approximate map
+            lost, where = np.unique(flat[miss], return_inverse=True)
+            a = key_colours(lost).astype(np.int32)[:, None, :]
+            b = key_colours(self.keys).astype(np.int32)[None, :, :]
+            nearest = ((a - b) ** 2).sum(axis=2).argmin(axis=1)
+            out[miss] = self.index[nearest][where]
+        return out.reshape(keys.shape)
+
+
+def colour_map_message(first, keys):
+    """SetColourMapEntries messages (server type 1) for the colours ``keys``
+    at indices ``first`` on, each component 0..65535 (c * 257)."""
+    parts = []
+    rgb = (key_colours(keys).astype(np.uint32) * 257).astype(">u2")
+    for start in range(0, len(keys), MAP_MESSAGE_MAX):
+        chunk = rgb[start:start + MAP_MESSAGE_MAX]
+        parts.append(struct.pack("!BxHH", 1, first + start, len(chunk)))
+        parts.append(chunk.tobytes())
+    return b"".join(parts)
 
 
 def changed_rects(old, new, tile=TILE):
@@ -273,6 +409,7 @@ class VncSession:
         self.size = None                 # (w, h) the client knows
         self.epoch = None
         self.zlib = zlib.compressobj(6)
+        self.colour_map = None           # a ColourMap while the format has a colour map
         self.updates = 0
         self.rects_sent = []             # rectangles of the last update (tests, debugging)
 
@@ -356,6 +493,7 @@ class VncSession:
                 fmt = PixelFormat.parse(self._recv(19)[3:])
                 problem = fmt.check()
                 if problem is not None:
+                    self.server.refuse(self, problem)
                     raise ClientGone()
                 with self._cond:
                     self.format = fmt
@@ -419,6 +557,9 @@ class VncSession:
                     if self._format_changed:
                         self._format_changed = False
                         self.sent = None              # resend everything in the new format
+                        # and after SetPixelFormat the client's colour map is
+                        # undefined (RFC 6143 7.5.1): a new one, filled as we go
+                        self.colour_map = None if fmt.true_colour else ColourMap(fmt.map_size)
                 started = time.perf_counter()
                 rects, pseudo = self._plan(snap, request, desktop)
                 if not rects and not pseudo:
@@ -484,12 +625,19 @@ class VncSession:
                 encoding = e
                 break
         parts = []
+        keys = None
+        if not fmt.true_colour:
+            message, rects, keys = self._map_colours(rects)
+            parts.append(message)                 # the new entries before the pixels
         count = len(rects) + (1 if pseudo else 0)
         parts.append(struct.pack("!BxH", 0, count))
         if pseudo:
             parts.append(struct.pack("!HHHHi", 0, 0, pseudo[0], pseudo[1], ENC_DESKTOP_SIZE))
-        for x, y, w, h in rects:
-            pixels = fmt.encode(frame[y:y + h, x:x + w])
+        for i, (x, y, w, h) in enumerate(rects):
+            if keys is None:
+                pixels = fmt.encode(frame[y:y + h, x:x + w])
+            else:
+                pixels = fmt.pack_values(self.colour_map.indices(keys[i]))
             parts.append(struct.pack("!HHHHi", x, y, w, h, encoding))
             if encoding == ENC_ZRLE:
                 raw = zrle_tiles(pixels, fmt.cpixel_slice())
@@ -502,9 +650,44 @@ class VncSession:
         self.updates += 1
         return b"".join(parts)
 
+    def _map_colours(self, rects):
+        """Colour-map formats: (SetColourMapEntries for the colours of
+        ``rects`` the client's map lacks, the rectangles to send -- the
+        whole frame when the map had to be rebuilt --, their colour keys)."""
+        frame = self._frame
+        keys = [colour_keys(frame[y:y + h, x:x + w]) for x, y, w, h in rects]
+        if not keys:
+            return b"", rects, keys
+        whole = []
+
+        def frame_keys():
+            if not whole:
+                whole.append(colour_keys(frame))
+            return whole[0]
+        seen = np.unique(np.concatenate([k.ravel() for k in keys]))
+        entries, rebuilt = self.colour_map.update(seen, frame_keys)
+        if rebuilt:
+            h, w = frame.shape[:2]
+            rects, keys = [(0, 0, w, h)], [frame_keys()]
+            self.sent = frame.copy()
+        return b"".join(colour_map_message(f, k) for f, k in entries), rects, keys
+
 
 class VncServer(ViewerServer):
     """Listens on ``host:port``; one :class:`VncSession` per client."""
 
     session_class = VncSession
     option = "--vnc-port"
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.refusals = collections.deque(maxlen=32)    # (peer, reason), newest last
+
+    def refuse(self, session, reason):
+        """A client's SetPixelFormat cannot be served.  RFB has no message
+        that says so after the handshake, so its connection is closed; the
+        reason is kept in :attr:`refusals` and logged (logger ``pypc.vnc``,
+        level INFO: viewer threads never write to the terminal, which the
+        live view may own)."""
+        self.refusals.append((session.peer, reason))
+        log.info("VNC viewer %s: %s; connection closed", session.peer, reason)
