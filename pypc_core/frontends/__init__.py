@@ -20,11 +20,11 @@ when the run ends.  An agent server (``--serve``) whose ``session.start``
 replaces the machine moves them to the new one (:meth:`Frontends.follow`).
 """
 
-import argparse
 import ipaddress
 import os
 import sys
 
+from ..argtypes import tcp_port
 from ..errors import PypcError
 
 DEFAULT_TELNET_PORT = 2300
@@ -33,25 +33,15 @@ DEFAULT_RPC_PORT = 2301
 DEFAULT_LISTEN = "127.0.0.1"
 
 
-def _port(text):
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 0-65535")
-    return value
-
-
 def add_arguments(parser):
     """``pypc run``'s viewer and sound options (``--no-rpc`` and
     ``--rpc-port`` are the RPC server's: pypc_core/rpc/launch.py)."""
     g = parser.add_argument_group("viewers and sound")
-    g.add_argument("--telnet-port", type=_port, metavar="PORT",
+    g.add_argument("--telnet-port", type=tcp_port, metavar="PORT",
                    help="serve the text screen to telnet clients on PORT "
                         f"(default {DEFAULT_TELNET_PORT}; 0: any free port, printed on "
                         "stderr); view-only unless --no-rpc")
-    g.add_argument("--vnc-port", type=_port, metavar="PORT",
+    g.add_argument("--vnc-port", type=tcp_port, metavar="PORT",
                    help="serve the screen to VNC viewers (RFB 3.8) on PORT "
                         f"(default {DEFAULT_VNC_PORT}; 0: any free port, printed on "
                         "stderr); view-only unless --no-rpc")

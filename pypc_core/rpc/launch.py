@@ -8,27 +8,17 @@ view, the built-in DOS -- then serves requests between slices and holds the
 guest while a client has it paused (returning to its loop every 50 ms of
 host time, so the display redraws and Ctrl-C is seen)."""
 
-import argparse
 import sys
 
+from ..argtypes import tcp_port
 from ..debugger import Stop
 from .controller import Controller, PAUSED_POLL_S
 from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
 
 
-def _port(text):
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"port {value} is outside 0-65535")
-    return value
-
-
 def add_arguments(parser):
     g = parser.add_argument_group("agent API (JSON-RPC 2.0 on 127.0.0.1)")
-    g.add_argument("--rpc-port", type=_port, default=DEFAULT_PORT, metavar="PORT",
+    g.add_argument("--rpc-port", type=tcp_port, default=DEFAULT_PORT, metavar="PORT",
                    help=f"serve the JSON-RPC agent API on 127.0.0.1:PORT (default "
                         f"{DEFAULT_PORT}; 0: any free port, printed on stderr)")
     g.add_argument("--no-rpc", action="store_true",
