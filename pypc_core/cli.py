@@ -182,7 +182,8 @@ LIVE_KEYS_HELP = (
 
 SCREENSHOT_HELP = ("Boot headless and unpaced (3 emulated seconds unless --timeout or "
                    "--until-text), print the text screen and write the screen to PNG. "
-                   "Every option of 'pypc run' applies.")
+                   "Every option of 'pypc run' applies; it serves no JSON-RPC and no "
+                   "viewer unless their ports are given.")
 
 
 def build_parser():
@@ -254,7 +255,9 @@ def _run_options(args):
 def _normalise_argv(argv):
     """Insert the default subcommand ``run`` unless one is given.
     ``pypc screenshot PNG [run options]`` is ``pypc run --headless
-    --screenshot PNG`` (3 emulated seconds unless --timeout/--until-text)."""
+    --screenshot PNG`` (3 emulated seconds unless --timeout/--until-text),
+    a one-shot job that serves nothing: ``--no-rpc`` unless --rpc-port is
+    given, no viewer whose port is not given."""
     if not argv:
         return ["run"]
     first = argv[0]
@@ -266,7 +269,11 @@ def _normalise_argv(argv):
         rest = argv[2:]
         if not any(a.startswith(("--timeout", "--until-text")) for a in rest):
             rest = rest + ["--timeout", "3"]
-        return ["run", "--headless", "--turbo", "--screenshot", argv[1]] + rest
+        from .spawn import viewer_args
+        servers = viewer_args(rest)
+        if not any(a.split("=", 1)[0] == "--rpc-port" for a in rest):
+            servers.append("--no-rpc")
+        return ["run", "--headless", "--turbo", "--screenshot", argv[1]] + servers + rest
     if first in SUBCOMMANDS or first in ("-h", "--help", "--version"):
         return argv
     return ["run"] + argv

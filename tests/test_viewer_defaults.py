@@ -335,3 +335,44 @@ def test_the_speaker_follows_a_new_machine_without_gap_or_overlap(tmp_path):
 ])
 def test_a_spawned_pypc_serves_only_the_viewers_asked_for(run_args, added):
     assert spawn_viewer_args(run_args) == added
+
+
+# -- pypc screenshot is a one-shot job: it serves nothing unless asked -------------------
+
+@pytest.mark.parametrize("rest, servers", [
+    ([], ["--no-telnet", "--no-vnc", "--no-rpc"]),
+    (["--rpc-port", "2401"], ["--no-telnet", "--no-vnc"]),
+    (["--vnc-port=5910"], ["--no-telnet", "--no-rpc"]),
+])
+def test_screenshot_serves_only_what_is_asked_for(rest, servers):
+    from pypc_core.cli import _normalise_argv
+    argv = _normalise_argv(["screenshot", "s.png", *rest])
+    assert argv == ["run", "--headless", "--turbo", "--screenshot", "s.png", *servers,
+                    *rest, "--timeout", "3"]
+
+
+def test_screenshot_runs_while_the_default_ports_are_taken(tmp_path):
+    """Another program (or pypc) on 2300, 2301 and 5902 does not stop a
+    screenshot."""
+    held = []
+    try:
+        for port in CONTRACT_PORTS:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", port))
+                s.listen(1)
+            except OSError:         # taken already: as good for this test
+                s.close()
+                continue
+            held.append(s)
+        proc = subprocess.run(
+            pypc_command() + ["screenshot", "shot.png",
+                              "--floppy", str(floppy(tmp_path / "e.img", ECHO_BOOT))],
+            cwd=tmp_path, env=pypc_env(), stdin=subprocess.DEVNULL, capture_output=True,
+            text=True, timeout=240)
+    finally:
+        for s in held:
+            s.close()
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "shot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert ECHO_PROMPT.strip() in proc.stdout
