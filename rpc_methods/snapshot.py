@@ -22,7 +22,7 @@ from pypc_core.snapshot.bundle import DISK_MODES
 from .state import check_revision
 
 #: controller.extensions keys of the trace journals an import clears
-_JOURNALS = ("cpu_trace", "hardware_trace", "video_history", "video.history")
+_JOURNALS = ("cpu_trace", "hardware_trace", "video_history", "video.history", "dos_trace")
 
 
 def _clear_journals(ctl):

@@ -137,6 +137,7 @@ class Dos:
         self.unsupported = set()            # INT 21h functions seen and not provided
         self.shell = None
         self._files = {}                    # sft index -> host fd (not part of the state)
+        self.tracer = None                  # a trace.DosTrace recording the calls, or None
         self._reset_state()
 
     # ------------------------------------------------------------------
@@ -168,7 +169,9 @@ class Dos:
         name = self._traps.get(address)
         if name is None:
             return False
-        result = getattr(self, "_svc_" + name)(r)
+        service = getattr(self, "_svc_" + name)
+        # dos.trace: a recorder (trace.py) sees the calls; none costs this test
+        result = service(r) if self.tracer is None else self.tracer.serve(name, service, r)
         if result is None:
             regs[S.IP] = (int(regs[S.IP]) + 1) & 0xFFFF
         elif result == WAIT:

@@ -16,6 +16,7 @@ PROGRAMS = {
     "conio": "conio.com",
     "sysfn": "sysfn.com",
     "stepover": "stepover.com",
+    "dostrace": "dostrace.com",
 }
 
 

@@ -1,0 +1,140 @@
+"""Method group ``dos_trace``: ``dos.trace.start``, ``dos.trace.read`` and
+``dos.trace.stop`` -- a bounded recorder of the file, directory, program and
+memory calls the built-in DOS serves (``pypc_core.dos.trace.DosTrace``),
+with the conventions of ``hardware.trace.*``:
+
+* start works paused or running, and replaces (stops) a previous DOS trace;
+* the ring keeps the newest ``capacity`` events and counts the dropped ones
+  (``dropped_event_count``, ``first_available_sequence``);
+* ``read`` pages with ``cursor`` ("dos-N": the events after sequence N)
+  and ``limit``; a cursor before the retained events is ``CURSOR_EXPIRED``;
+* ``stop`` ends recording and keeps the events readable;
+* reading or stopping before any start is ``PRECONDITION_FAILED``;
+  ``session.start`` and ``machine.snapshot.import`` drop the trace with the
+  machine state it recorded (``snapshot._JOURNALS``).
+
+Only the built-in DOS is recorded: a DOS booted from a disk image serves
+INT 21h in guest code, and ``dos.trace.start`` refuses such a machine with
+``UNSUPPORTED``.  ``emulated_time`` is in ns of emulated time, ``clock`` in
+CPU cycles."""
+
+import itertools
+
+from pypc_core import hookimpl
+from pypc_core.dos.trace import (
+    CLASSES, DEFAULT_CAPACITY, DEFAULT_DATA_BYTES, MAX_CAPACITY, MAX_DATA_BYTES,
+    DosTrace, TraceConfigError,
+)
+from pypc_core.rpc import params as P
+from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.stops import cycles_to_ns
+
+KEY = "dos_trace"
+MAX_READ = 65536
+DEFAULT_READ = 128
+CURSOR_PREFIX = "dos-"
+
+NO_DOS = ("this machine runs no built-in DOS: dos.trace records the calls the built-in "
+          "DOS serves (a machine started with a PROGRAM or --drive, or by session.start). "
+          "A DOS booted from a disk image serves INT 21h in guest code, which is not "
+          "recorded; breakpoints of kind interrupt (number 0x21, ah) stop on its calls")
+
+
+def _dos(ctl, method):
+    dos = getattr(ctl.machine, "dos", None)
+    if dos is None:
+        raise invalid(f"{method}: {NO_DOS}", "UNSUPPORTED")
+    return dos
+
+
+def _current(ctl, method):
+    rec = ctl.extensions.get(KEY)
+    if rec is None:
+        _dos(ctl, method)
+        raise invalid(f"{method}: no DOS trace has been started (dos.trace.start)",
+                      "PRECONDITION_FAILED")
+    return rec
+
+
+def _meta(rec):
+    out = {"active": rec.active, "capacity": rec.capacity,
+           "dropped_event_count": rec.dropped,
+           "first_available_sequence": rec.first_available,
+           "event_count": rec.recorded, "classes": list(rec.classes),
+           "data_bytes": rec.data_bytes}
+    if rec.path_contains is not None:
+        out["path_contains"] = rec.path_contains
+    return out
+
+
+def _shape(event):
+    out = dict(event)
+    out["emulated_time"] = cycles_to_ns(event["clock"])
+    return out
+
+
+def start(ctl, params):
+    dos = _dos(ctl, "dos.trace.start")
+    capacity = P.length(params.get("capacity", DEFAULT_CAPACITY), "capacity", MAX_CAPACITY)
+    data_bytes = P.number(params.get("data_bytes", DEFAULT_DATA_BYTES), "data_bytes", 0,
+                          1 << 62)
+    if data_bytes > MAX_DATA_BYTES:
+        raise limit(f"data_bytes {data_bytes} is over the limit of {MAX_DATA_BYTES}",
+                    field="data_bytes", limit=MAX_DATA_BYTES)
+    names = params.get("classes", ["all"])
+    if not names:
+        raise invalid("classes must name at least one class", field="classes")
+    for i, name in enumerate(names):
+        if name != "all" and name not in CLASSES:
+            raise invalid(f"classes[{i}]: {name!r} is not one of all, {', '.join(CLASSES)}",
+                          field=f"classes[{i}]")
+    classes = CLASSES if "all" in names else names
+    needle = params.get("path_contains")
+    try:
+        rec = DosTrace(dos, capacity=capacity, classes=classes, path_contains=needle,
+                       data_bytes=data_bytes)
+    except TraceConfigError as exc:
+        if exc.limit is not None:
+            raise limit(str(exc), field=exc.field, limit=exc.limit) from None
+        raise invalid(str(exc), field=exc.field) from None
+    old = ctl.extensions.get(KEY)
+    if old is not None:
+        old.stop()
+    rec.start()
+    ctl.extensions[KEY] = rec
+    return _meta(rec)
+
+
+def read(ctl, params):
+    rec = _current(ctl, "dos.trace.read")
+    n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
+    cursor = params.get("cursor")
+    after = rec.first_available - 1
+    if cursor is not None:
+        if not isinstance(cursor, str) or not cursor.startswith(CURSOR_PREFIX):
+            raise invalid("cursor must be null or dos-N", field="cursor")
+        after = P.number(cursor[len(CURSOR_PREFIX):], "cursor", 0, 1 << 62)
+        if after >= rec.next_sequence:
+            raise invalid(f"cursor {cursor} is beyond the last event "
+                          f"(dos-{rec.next_sequence - 1})", field="cursor")
+        if after < rec.first_available - 1:
+            raise invalid(f"cursor {cursor} has expired: events before "
+                          f"{rec.first_available} were dropped", "CURSOR_EXPIRED",
+                          first_available_sequence=rec.first_available)
+    skip = after + 1 - rec.first_available
+    events = [_shape(e) for e in itertools.islice(rec.events, skip, skip + n)]
+    out = _meta(rec)
+    out["events"] = events
+    out["next_cursor"] = f"{CURSOR_PREFIX}{events[-1]['sequence']}" if events else cursor
+    return out
+
+
+def stop(ctl, params):
+    rec = _current(ctl, "dos.trace.stop")
+    rec.stop()
+    return _meta(rec)
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"dos.trace.start": start, "dos.trace.read": read, "dos.trace.stop": stop}

@@ -1,0 +1,420 @@
+"""dos.trace.start/read/stop over TCP: the built-in DOS's record of the file,
+directory, program and memory calls a program makes, checked against what
+tests/guest/dos/dostrace.asm does (in order, with results), run through
+session.start on the real server (``rpc_client.RpcFixture``).  Also: the
+class and path filters, the data bytes kept, overflow of the ring, paging
+with limit 1, cursors, bad params that change nothing, no recording without
+a trace or after its stop, session.start dropping the trace, and a machine
+without the built-in DOS."""
+
+import base64
+import os
+import shutil
+
+import pytest
+
+from guest import dos as progs
+from pypc_core.dos.trace import DosTrace
+from pypc_core.rpc.stops import cycles_to_ns
+from rpc_client import RpcFixture
+
+INT21 = b"\xcd\x21"
+
+
+@pytest.fixture
+def srv():
+    f = RpcFixture(plugins=["cga"])
+    yield f
+    session = f.controller.session
+    f.close()
+    if session is not None:
+        session.dos_session.close()
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    folder = tmp_path / "runtime"
+    folder.mkdir()
+    shutil.copy(progs.path("dostrace"), folder / "DOSTRACE.COM")
+    shutil.copy(progs.path("child"), folder / "CHILD.COM")
+    return folder
+
+
+def start_session(c, folder, command="DOSTRACE.COM"):
+    return c.call("session.start", {"target": {"command": command, "arguments": []},
+                                    "mounts": [{"drive": "C", "host_path": str(folder)}]})
+
+
+def run_to_exit(c):
+    op = c.call("execution.continue")["operation_id"]
+    stop = c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})["stop_reason"]
+    return stop
+
+
+def read_all(c, limit=65536):
+    return c.call("dos.trace.read", {"cursor": None, "limit": limit})
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def expected_calls(folder, data_bytes=64):
+    """(name, function, args, result) of every call dostrace.asm makes, in
+    order (the child's exit between exec and get_return_code)."""
+    root = os.path.realpath(folder)
+
+    def host(name):
+        return os.path.join(root, name)
+
+    def data(raw):
+        return {"data_base64": b64(raw[:data_bytes])} if data_bytes else {}
+    data_file = {"handle": 5, "file_name": "DATA.TMP", "host_path": host("DATA.TMP"),
+                 "path": "DATA.TMP"}
+    return [
+        ("resize", 0x4A, {"segment": "PSP", "paragraphs": "SIZE"}, {"ok": True}),
+        ("create", 0x3C, {"path": "DATA.TMP", "host_path": host("DATA.TMP"), "attributes": 0},
+         {"ok": True, "handle": 5}),
+        ("write", 0x40, dict(data_file, byte_count=16, buffer="BUF"),
+         dict({"ok": True, "byte_count": 16}, **data(b"0123456789ABCDEF"))),
+        ("ioctl", 0x44, dict(data_file, subfunction=0), {"ok": True, "info": 2}),
+        ("seek", 0x42, dict(data_file, origin="start", offset=4), {"ok": True, "position": 4}),
+        ("read", 0x3F, dict(data_file, byte_count=6, buffer="BUF"),
+         dict({"ok": True, "byte_count": 6}, **data(b"456789"))),
+        ("seek", 0x42, dict(data_file, origin="end", offset=-2), {"ok": True, "position": 14}),
+        ("read", 0x3F, dict(data_file, byte_count=8, buffer="BUF"),
+         dict({"ok": True, "byte_count": 2}, **data(b"EF"))),
+        ("close", 0x3E, data_file, {"ok": True}),
+        ("close", 0x3E, {"handle": 5},
+         {"ok": False, "error": {"code": 6, "name": "invalid_handle"}}),
+        ("open", 0x3D, {"path": "MISSING.DAT", "mode": 0, "access": "read"},
+         {"ok": False, "error": {"code": 2, "name": "file_not_found"}}),
+        ("fcb_open", 0x0F, {"fcb": {"address": "FCB", "extended": False, "drive": 0,
+                                    "name": "DATA.TMP"}},
+         {"ok": False, "not_provided": True}),
+        ("rename", 0x56, {"path": "DATA.TMP", "host_path": host("DATA.TMP"),
+                          "new_path": "RENAMED.TMP", "new_host_path": host("RENAMED.TMP")},
+         {"ok": True}),
+        ("mkdir", 0x39, {"path": "SUB", "host_path": host("SUB")}, {"ok": True}),
+        ("chdir", 0x3B, {"path": "SUB", "host_path": host("SUB")}, {"ok": True}),
+        ("get_cwd", 0x47, {"drive": 0}, {"ok": True, "path": "SUB"}),
+        ("chdir", 0x3B, {"path": "\\", "host_path": root}, {"ok": True}),
+        ("rmdir", 0x3A, {"path": "SUB", "host_path": host("SUB")}, {"ok": True}),
+        ("find_first", 0x4E, {"attributes": 0, "path": "*.TMP", "host_folder": root},
+         {"ok": True, "found": {"name": "RENAMED.TMP", "attributes": 0x20, "size": 16,
+                                "time": "T", "date": "D"}}),
+        ("find_next", 0x4F, {}, {"ok": False, "error": {"code": 18, "name": "no_more_files"}}),
+        ("delete", 0x41, {"path": "RENAMED.TMP", "host_path": host("RENAMED.TMP")},
+         {"ok": True}),
+        ("delete", 0x41, {"path": "RENAMED.TMP"},
+         {"ok": False, "error": {"code": 2, "name": "file_not_found"}}),
+        ("write", 0x40, {"handle": 1, "device": "CON", "byte_count": 6, "buffer": "BUF"},
+         dict({"ok": True, "byte_count": 6}, **data(b"done\r\n"))),
+        ("exec", 0x4B, {"subfunction": 0, "path": "CHILD.COM", "host_path": host("CHILD.COM"),
+                        "command_tail": " hi", "environment": 0},
+         {"ok": True, "child_psp": "CHILD", "entry": "ENTRY"}),
+        ("exit", 0x4C, {"exit_code": 42, "parent_psp": "PSP"}, {"ok": True}),
+        ("get_return_code", 0x4D, {}, {"ok": True, "exit_code": 42, "exit_type": 0}),
+        ("exit", 0x4C, {"exit_code": 7, "parent_psp": 0x0060}, {"ok": True}),
+    ]
+
+
+CLASS = {"resize": "memory", "exec": "program", "exit": "program", "get_return_code": "program",
+         "mkdir": "directory", "chdir": "directory", "get_cwd": "directory",
+         "rmdir": "directory", "find_first": "directory", "find_next": "directory"}
+
+
+def check_events(events, expected, psp, child_bytes, parent_bytes):
+    """``events`` are exactly ``expected``; the placeholders are checked
+    here: PSP (the program's PSP), CHILD (the child's), BUF/FCB (addresses
+    in the program), T/D (the host file's time stamp)."""
+    assert [(e["name"], e["function"]) for e in events] == [(n, f) for n, f, _a, _r in expected]
+    child_psp = None
+    for e, (name, function, args, result) in zip(events, expected):
+        assert e["interrupt"] == 0x21
+        assert e["class"] == CLASS.get(name, "file"), e
+        assert e["emulated_time"] == cycles_to_ns(e["clock"])
+        got_args = dict(e["args"])
+        want_args = dict(args)
+        for key, value in list(want_args.items()):
+            if value == "PSP":
+                want_args[key] = psp
+            elif value == "SIZE":
+                assert 0 < got_args[key] < 0x1000
+                want_args[key] = got_args[key]
+            elif value == "BUF":
+                assert got_args[key]["segment"] == psp
+                want_args[key] = got_args[key]
+            elif key == "fcb":
+                # the FCB in the program's image, at the linear address given
+                offset = got_args[key]["address"] - psp * 16
+                assert parent_bytes[offset - 0x100:offset - 0x100 + 12] == b"\0DATA    TMP"
+                want_args[key] = dict(value, address=got_args[key]["address"])
+        assert got_args == want_args, (name, got_args, want_args)
+        got_result = dict(e["result"])
+        want_result = dict(result)
+        if "found" in want_result:
+            found = dict(got_result["found"])
+            assert 0 <= found.pop("time") <= 0xFFFF and 0 <= found.pop("date") <= 0xFFFF
+            want_found = {k: v for k, v in want_result["found"].items()
+                          if k not in ("time", "date")}
+            assert found == want_found
+            got_result.pop("found")
+            want_result.pop("found")
+        if want_result.get("child_psp") == "CHILD":
+            child_psp = got_result["child_psp"]
+            assert child_psp != psp
+            assert got_result["entry"] == {"space": "segmented", "segment": child_psp,
+                                           "offset": 0x100}
+            want_result["child_psp"], want_result["entry"] = child_psp, got_result["entry"]
+        assert got_result == want_result, (name, got_result, want_result)
+        # the caller: the INT 21h instruction of the program that made the call
+        owner = child_psp if (name == "exit" and e["args"]["exit_code"] == 42) else psp
+        assert e["psp"] == owner
+        where = e["address"]
+        assert where["segment"] == owner
+        assert e["return_address"] == dict(where, offset=where["offset"] + 2)
+        image = child_bytes if owner == child_psp else parent_bytes
+        assert image[where["offset"] - 0x100:where["offset"] - 0x100 + 2] == INT21
+    sequences = [e["sequence"] for e in events]
+    assert sequences == list(range(sequences[0], sequences[0] + len(events)))
+    clocks = [e["clock"] for e in events]
+    assert clocks == sorted(clocks) and len(set(clocks)) == len(clocks)
+
+
+def test_the_trace_is_what_the_program_did(srv, workdir):
+    c = srv.client()
+    started = start_session(c, workdir)
+    psp = started["stop_reason"]["registers"]["segments"]["cs"]
+    meta = c.call("dos.trace.start", {"data_bytes": 16})
+    assert meta == {"active": True, "capacity": 4096, "dropped_event_count": 0,
+                    "first_available_sequence": 1, "event_count": 0,
+                    "classes": ["file", "directory", "program", "memory"], "data_bytes": 16}
+    stop = run_to_exit(c)
+    assert stop["kind"] == "program_exit" and stop["exit_code"] == 7
+    out = read_all(c)
+    events = out.pop("events")
+    expected = expected_calls(workdir, data_bytes=16)
+    assert out == {"active": True, "capacity": 4096, "dropped_event_count": 0,
+                   "first_available_sequence": 1, "event_count": len(expected),
+                   "classes": ["file", "directory", "program", "memory"], "data_bytes": 16,
+                   "next_cursor": f"dos-{len(expected)}"}
+    check_events(events, expected, psp, progs.program_bytes("child"),
+                 progs.program_bytes("dostrace"))
+    assert events[0]["sequence"] == 1
+    # what the trace says happened did happen on the host
+    assert sorted(os.listdir(workdir)) == ["CHILD.COM", "DOSTRACE.COM"]
+    # reading again from the last cursor: nothing new, the same cursor back
+    again = c.call("dos.trace.read", {"cursor": out["next_cursor"]})
+    assert again["events"] == [] and again["next_cursor"] == out["next_cursor"]
+    final = c.call("dos.trace.stop")
+    assert final["active"] is False and final["event_count"] == len(expected)
+    assert read_all(c)["events"] == events         # stop keeps the events
+
+
+def test_data_bytes_zero_and_large(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"data_bytes": 0, "classes": ["file"]})
+    run_to_exit(c)
+    events = read_all(c)["events"]
+    assert all(e["class"] == "file" for e in events)
+    assert [e["name"] for e in events if e["name"] in ("read", "write")] == \
+        ["write", "read", "read", "write"]
+    assert not any("data_base64" in e["result"] for e in events)
+
+
+def test_class_and_path_filters(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"classes": ["program"]})
+    run_to_exit(c)
+    names = [(e["name"], e["class"]) for e in read_all(c)["events"]]
+    assert names == [("exec", "program"), ("exit", "program"),
+                     ("get_return_code", "program"), ("exit", "program")]
+
+    start_session(c, workdir)                       # a new session, a new machine
+    meta = c.call("dos.trace.start", {"classes": ["all"], "path_contains": "renamed"})
+    assert meta["path_contains"] == "renamed"
+    run_to_exit(c)
+    events = read_all(c)["events"]
+    assert [(e["name"], e["result"]["ok"]) for e in events] == [
+        ("rename", True), ("find_first", True), ("delete", True), ("delete", False)]
+    assert events[1]["result"]["found"]["name"] == "RENAMED.TMP"
+    assert [e["sequence"] for e in events] == [1, 2, 3, 4]
+
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"classes": ["directory", "memory"]})
+    run_to_exit(c)
+    assert [e["name"] for e in read_all(c)["events"]] == [
+        "resize", "mkdir", "chdir", "get_cwd", "chdir", "rmdir", "find_first", "find_next"]
+
+
+def test_overflow_keeps_the_newest_and_says_so(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"capacity": 4})
+    run_to_exit(c)
+    total = len(expected_calls(workdir))
+    out = read_all(c)
+    assert out["capacity"] == 4 and out["event_count"] == total
+    assert out["dropped_event_count"] == total - 4
+    assert out["first_available_sequence"] == total - 3
+    assert [e["sequence"] for e in out["events"]] == list(range(total - 3, total + 1))
+    assert [e["name"] for e in out["events"]] == ["exec", "exit", "get_return_code", "exit"]
+    err = c.error("dos.trace.read", {"cursor": "dos-0"})
+    assert err["data"]["reason"] == "CURSOR_EXPIRED"
+    assert err["data"]["first_available_sequence"] == total - 3
+    # the cursor just before the first retained event is still good
+    page = c.call("dos.trace.read", {"cursor": f"dos-{total - 4}", "limit": 2})
+    assert [e["sequence"] for e in page["events"]] == [total - 3, total - 2]
+
+
+def test_paging_with_limit_one_has_no_gaps_or_repeats(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start")
+    run_to_exit(c)
+    whole = read_all(c)["events"]
+    paged, cursor = [], None
+    for _ in range(len(whole) + 2):
+        page = c.call("dos.trace.read", {"cursor": cursor, "limit": 1})
+        assert len(page["events"]) <= 1
+        if not page["events"]:
+            assert page["next_cursor"] == cursor
+            break
+        paged += page["events"]
+        cursor = page["next_cursor"]
+        assert cursor == f"dos-{page['events'][0]['sequence']}"
+    assert paged == whole and len(whole) == len(expected_calls(workdir))
+
+
+def test_bad_params_are_refused_and_change_nothing(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"capacity": 64, "data_bytes": 8})
+    run_to_exit(c)
+    before = read_all(c)
+    assert before["active"] is True and before["event_count"] > 0
+    for params, reason in (
+            ({"capacity": 0}, "INVALID_PARAMS"),
+            ({"capacity": 65537}, "LIMIT_EXCEEDED"),
+            ({"capacity": "many"}, "INVALID_PARAMS"),
+            ({"capacity": True}, "INVALID_PARAMS"),
+            ({"data_bytes": -1}, "INVALID_PARAMS"),
+            ({"data_bytes": 4097}, "LIMIT_EXCEEDED"),
+            ({"capacity": 65536, "data_bytes": 4096}, "LIMIT_EXCEEDED"),
+            ({"classes": []}, "INVALID_PARAMS"),
+            ({"classes": ["disk"]}, "INVALID_PARAMS"),
+            ({"classes": "file"}, "INVALID_PARAMS"),
+            ({"path_contains": ""}, "INVALID_PARAMS"),
+            ({"path_contains": "x" * 129}, "INVALID_PARAMS"),
+            ({"include_io": True}, "INVALID_PARAMS")):
+        err = c.error("dos.trace.start", params)
+        assert err["code"] == -32602 and err["data"]["reason"] == reason, (params, err)
+    for params, reason in (
+            ({"limit": 0}, "INVALID_PARAMS"),
+            ({"limit": 65537}, "LIMIT_EXCEEDED"),
+            ({"cursor": "hardware-1"}, "INVALID_PARAMS"),
+            ({"cursor": "dos-x"}, "INVALID_PARAMS"),
+            ({"cursor": f"dos-{before['event_count'] + 1}"}, "INVALID_PARAMS"),
+            ({"cursor": 3}, "INVALID_PARAMS"),
+            ({"history_id": "dos-1"}, "INVALID_PARAMS")):
+        err = c.error("dos.trace.read", params)
+        assert err["data"]["reason"] == reason, (params, err)
+    err = c.error("dos.trace.stop", {"now": True})
+    assert err["data"]["reason"] == "INVALID_PARAMS"
+    assert read_all(c) == before                   # still recording, the same events
+    assert srv.controller.machine.dos.tracer is not None
+
+
+def test_nothing_is_recorded_without_a_trace_or_after_its_stop(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    assert srv.controller.machine.dos.tracer is None
+    err = c.error("dos.trace.read")                 # before any start
+    assert err["data"]["reason"] == "PRECONDITION_FAILED"
+    assert c.error("dos.trace.stop")["data"]["reason"] == "PRECONDITION_FAILED"
+    # the program runs untraced: nothing is kept anywhere
+    assert run_to_exit(c)["exit_code"] == 7
+    assert srv.controller.machine.dos.tracer is None
+    meta = c.call("dos.trace.start")                # after the exit: nothing more happens
+    assert read_all(c)["events"] == [] and meta["event_count"] == 0
+
+    # stopped before the rename: the calls after it are not recorded
+    start_session(c, workdir)
+    c.call("dos.trace.start")
+    c.call("breakpoints.create", {"kind": "interrupt",
+                                  "event": {"type": "software_interrupt", "number": "0x21",
+                                            "ah": "0x56"}})
+    stop = run_to_exit(c)
+    assert stop["kind"] == "breakpoint"
+    stopped = c.call("dos.trace.stop")
+    assert stopped["active"] is False and stopped["event_count"] == 12
+    assert srv.controller.machine.dos.tracer is None
+    for bp in c.call("breakpoints.list")["breakpoints"]:
+        c.call("breakpoints.delete", {"breakpoint_id": bp["breakpoint_id"]})
+    assert run_to_exit(c)["kind"] == "program_exit"
+    out = read_all(c)
+    assert out["active"] is False and out["event_count"] == 12
+    assert [e["name"] for e in out["events"]][-2:] == ["open", "fcb_open"]
+    assert c.call("dos.trace.stop") == stopped      # stop again: the same, nothing lost
+
+
+def test_a_new_start_replaces_the_trace_and_session_start_drops_it(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    c.call("dos.trace.start", {"classes": ["memory"]})
+    first = srv.controller.extensions["dos_trace"]
+    c.call("dos.trace.start", {"classes": ["program"]})
+    assert first.active is False
+    assert srv.controller.machine.dos.tracer is srv.controller.extensions["dos_trace"]
+    run_to_exit(c)
+    assert [e["name"] for e in read_all(c)["events"]] == [
+        "exec", "exit", "get_return_code", "exit"]
+    old_dos = srv.controller.machine.dos
+    start_session(c, workdir)
+    assert old_dos.tracer is None
+    assert c.error("dos.trace.read")["data"]["reason"] == "PRECONDITION_FAILED"
+
+
+def test_a_checkpoint_restore_keeps_recording_the_same_machine(srv, workdir):
+    c = srv.client()
+    start_session(c, workdir)
+    cp = c.call("checkpoints.create")["checkpoint_id"]
+    c.call("dos.trace.start", {"classes": ["program"]})
+    run_to_exit(c)
+    c.call("checkpoints.restore", {"checkpoint_id": cp})
+    run_to_exit(c)
+    events = read_all(c)["events"]
+    assert [e["name"] for e in events] == ["exec", "exit", "get_return_code", "exit"] * 2
+    assert [e["sequence"] for e in events] == list(range(1, 9))
+
+
+def test_methods_are_advertised(srv):
+    c = srv.client()
+    methods = c.call("agent.capabilities")["methods"]
+    for name in ("dos.trace.start", "dos.trace.read", "dos.trace.stop"):
+        assert name in methods
+    discovered = {m["name"] for m in c.call("rpc.discover")["methods"]}
+    assert {"dos.trace.start", "dos.trace.read", "dos.trace.stop"} <= discovered
+
+
+def test_a_machine_without_the_builtin_dos_is_refused(srv):
+    c = srv.client()
+    for method in ("dos.trace.start", "dos.trace.read", "dos.trace.stop"):
+        err = c.error(method)
+        assert err["code"] == -32602 and err["data"]["reason"] == "UNSUPPORTED", err
+        assert "guest code" in err["message"]
+    assert "dos_trace" not in srv.controller.extensions
+
+
+def test_the_recorder_in_process_refuses_bad_settings(tmp_path):
+    class FakeDos:
+        tracer = None
+    for kwargs in ({"capacity": 0}, {"data_bytes": 5000}, {"classes": ()},
+                   {"classes": ("file", "disk")}, {"path_contains": ""}):
+        with pytest.raises(ValueError):
+            DosTrace(FakeDos(), **kwargs)
+    rec = DosTrace(FakeDos(), classes=("memory", "file"))
+    assert rec.classes == ("file", "memory")
