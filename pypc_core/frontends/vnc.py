@@ -170,8 +170,8 @@ def key_colours(keys):
 
 class ColourMap:
     """What a client in a colour-map pixel format has in its map: an index
-    for every colour it was sent, given in the order the colours first
-    appeared (writer thread only).
+    for every colour it was sent, new colours taking the next free indices
+    (writer thread only).
 
     :meth:`update` gives the new colours of the pixels about to be sent
     free indices, or, when they do not fit in ``size`` entries, builds the
@@ -189,19 +189,19 @@ class ColourMap:
         self.approximate = False                      # built from a frame that did not fit
 
     def missing(self, keys):
-        """The colour keys of ``keys`` (unique, sorted) not in the map."""
+        """The colour keys of ``keys`` (``[n]``) that are not in the map."""
         if not self.count:
             return keys
         pos = np.minimum(np.searchsorted(self.keys, keys), self.count - 1)
         return keys[self.keys[pos] != keys]
 
     def update(self, seen, frame_keys):
-        """Make room for the colours ``seen`` (unique sorted keys of the
-        pixels to send); ``frame_keys`` (a callable) gives the whole
+        """Make room for the colours ``seen`` (the colour keys ``[n]`` of
+        the pixels to send); ``frame_keys`` (a callable) gives the whole
         frame's keys if the map must be rebuilt.  Returns ``(entries,
         rebuilt)``: the ``(first, keys)`` runs the client must be sent in
         SetColourMapEntries, and whether the map was rebuilt."""
-        new = self.missing(seen)
+        new = np.unique(self.missing(seen))          # (sorting only what is new)
         if not len(new):
             return [], False
         if self.count + len(new) <= self.size:
@@ -664,7 +664,7 @@ class VncSession:
             if not whole:
                 whole.append(colour_keys(frame))
             return whole[0]
-        seen = np.unique(np.concatenate([k.ravel() for k in keys]))
+        seen = np.concatenate([k.ravel() for k in keys])
         entries, rebuilt = self.colour_map.update(seen, frame_keys)
         if rebuilt:
             h, w = frame.shape[:2]
