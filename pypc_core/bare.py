@@ -212,9 +212,13 @@ def run(args):
     else:
         speed = 1.0
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
-                        speed=speed, plugin_manager=pm, options=args)
+                        speed=speed, plugin_manager=pm, options=args,
+                        debug_port=getattr(args, "debug_port", None))
     timeout = args.timeout if args.timeout else DEFAULT_TIMEOUT_S
     with Machine(cfg) as m:
+        if cfg.debug_port is not None:
+            from .launcher import echo_guest_lines
+            echo_guest_lines(m, sys.stderr)
         end = m.clock() + int(timeout * CPU_HZ)
         stop = None
         try:

@@ -10,7 +10,9 @@ and everything it claims goes through it:
   ``map_compiled``);
 * its interrupt and DMA lines (``irq(n)``, ``dma(ch)``);
 * the clock (``clock()``, emulated CPU cycles) and its scheduling
-  (``reschedule()``; the device's ``next_event``/``advance``).
+  (``reschedule()``; the device's ``next_event``/``advance``);
+* the machine's diagnostics ring (``log(level, message)``, under the card's
+  name) for what the card refuses or ignores.
 
 The declaration is binding: a port, IRQ, DMA channel or memory range outside
 it is refused with :class:`ClaimError`.  Before anything is built, every
@@ -255,8 +257,9 @@ class Backplane:
     """
 
     def __init__(self, memory=None, ports=None, clock=None, pic=None, dma=None,
-                 reschedule=None, options=None, resources=None):
+                 reschedule=None, options=None, resources=None, diagnostics=None):
         from .bus import MemoryMap, PortMap
+        from .diagnostics import Diagnostics
         self.memory = memory if memory is not None else MemoryMap()
         self.ports = ports if ports is not None else PortMap()
         self.clock = clock if clock is not None else (lambda: 0)
@@ -266,6 +269,8 @@ class Backplane:
         self._reschedule = reschedule
         self.options = options
         self.resources = resources if resources is not None else Resources()
+        # the machine's diagnostics ring (a fresh one on a bare backplane)
+        self.diagnostics = diagnostics if diagnostics is not None else Diagnostics(self.clock)
         self.boards = {}            # owner -> Board
 
     def board(self, declaration, owner=None, check=True):
@@ -313,6 +318,16 @@ class Board:
         """Tell the scheduler that ``next_event()`` changed outside a port
         access of this card (host input arrived, a timer was re-armed)."""
         self._bp.reschedule()
+
+    def log(self, level, message):
+        """Put a record in the machine's diagnostics ring under this card's
+        name (``debug.output.read`` serves it): ``level`` is ``debug``,
+        ``info``, ``warning`` or ``error``; ``message`` one line.  For what a
+        user would want to know and the guest cannot say: a command the card
+        refuses or ignores, a write to a write-protected medium, a host I/O
+        error.  Not per access in a hot loop: the ring keeps the last
+        4,096 records."""
+        return self._bp.diagnostics.add(level, message, self.name)
 
     # -- ports ------------------------------------------------------------------
     def _check_ports(self, ports):

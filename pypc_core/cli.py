@@ -22,6 +22,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 
 from .errors import PypcError
@@ -82,6 +83,36 @@ def _positive_float(text):
     return value
 
 
+def _debug_port(text):
+    """An I/O port: ``0xE9``, ``E9h`` or decimal ``233``."""
+    t = text.strip()
+    try:
+        value = int(t[:-1], 16) if t[-1:] in "hH" and t[:-1] else int(t, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a port number (0xE9, E9h or decimal)") from None
+    if not 0 <= value <= 0xFFFF:
+        raise argparse.ArgumentTypeError(f"port {text!r} is outside 0000h-FFFFh")
+    return value
+
+
+_PORT_WORD = re.compile(r"^([0-9].*|[0-9A-Fa-f]+[hH])$")
+
+
+def _debug_port_default(argv):
+    """``--debug-port`` takes an optional PORT: followed by a word that is
+    no number (a PROGRAM, an option) it is ``--debug-port=0xE9``, so
+    ``pypc run --debug-port TOOL.COM`` runs TOOL.COM (a word starting with a
+    digit, or hex digits ending in h, is the port)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == "--debug-port" and (i + 1 == len(out) or not _PORT_WORD.match(out[i + 1])):
+            out[i] = "--debug-port=0xE9"
+    return out
+
+
 def _geometry(text):
     """``C,H,S`` (cylinders, heads, sectors per track), each within the
     INT 13h limits (checked here, so a bad value fails even without --hdd)."""
@@ -109,6 +140,12 @@ def add_run_arguments(parser):
     parser.add_argument(
         "--game-port", action="store_true",
         help="add the game port (two analog sticks at 201h): --plugins ...,gameport")
+    parser.add_argument(
+        "--debug-port", nargs="?", const=0xE9, type=_debug_port, metavar="PORT",
+        help="a guest debug console on PORT (default E9h, the Bochs/QEMU convention): "
+             "bytes written there become lines in the diagnostics ring (debug.output.read; "
+             "a headless run also prints them on stderr); a read returns E9h.  PORT is "
+             "0xE9, E9h or decimal")
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
                    help="no live view: run until --until-text appears or --timeout "
@@ -260,6 +297,7 @@ def _normalise_argv(argv):
     given, no viewer whose port is not given."""
     if not argv:
         return ["run"]
+    argv = _debug_port_default(argv)
     first = argv[0]
     if first == "screenshot":
         if len(argv) >= 2 and argv[1] in ("-h", "--help"):

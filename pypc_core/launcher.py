@@ -35,7 +35,7 @@ def config_from_args(args):
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
         plugin_manager=getattr(args, "plugin_manager", None), options=args,
-        dos=getattr(args, "dos_config", None))
+        dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None))
 
 
 def unescape(text):
@@ -96,6 +96,16 @@ def check_machine(machine, args):
                              f"plugin: no display, no screen to print\n")
 
 
+def echo_guest_lines(machine, stream):
+    """Print each line of the guest debug console (``--debug-port``) on
+    ``stream`` as it arrives: ``pypc: guest: TEXT``."""
+    def echo(record):
+        if record["source"] == "guest":
+            stream.write(f"pypc: guest: {record['message']}\n")
+            stream.flush()
+    machine.diagnostics.subscribe(echo)
+
+
 def run(args):
     check_args(args)
     from .rpc import launch as rpc_launch_args
@@ -114,6 +124,8 @@ def run(args):
         for disk in machine.disks.values():
             if getattr(disk, "readonly_reason", None):
                 sys.stderr.write(f"pypc: note: {disk.readonly_reason}\n")
+        if args.headless and getattr(args, "debug_port", None) is not None:
+            echo_guest_lines(machine, sys.stderr)
         viewers = frontends.start(machine, args)    # served after every run (run_hooks)
         from .rpc import launch as rpc_launch
         if getattr(args, "serve", False):

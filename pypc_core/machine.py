@@ -24,6 +24,7 @@ from .chipset.ppi import switch_byte
 from .cpu import Cpu
 from .cpu import state as S
 from .debugger import BreakpointError, BreakpointTable, Stop, Trace
+from .diagnostics import Diagnostics
 from .device import CAP_VIDEO, Device
 from .errors import PypcError
 from .storage.image import count_bytes
@@ -56,6 +57,7 @@ class MachineConfig:
     speed: float = 0.0                     # 0: unpaced (turbo); 1.0: a real XT
     plugin_manager: object = None          # an already-selected PluginManager
     options: object = None                 # argparse namespace for plugin options
+    debug_port: int = None                 # the guest debug console's port (pypc_core.debugcon)
 
 
 class Machine:
@@ -72,6 +74,9 @@ class Machine:
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
         self.breakpoints = BreakpointTable(self.cpu, self.memory)
+        # what the machine, its cards and the guest have to say (host-side,
+        # not machine state: pypc_core.diagnostics)
+        self.diagnostics = Diagnostics(self.clock)
         self.trace = Trace(self.cpu)
         # a plain flag (assigning a bool is atomic): another thread sets it,
         # the run loop reads it once a slice
@@ -108,6 +113,13 @@ class Machine:
     def clock(self):
         """The current emulated CPU cycle."""
         return int(self.cpu.ctl[S.C_CYCLES])
+
+    def note(self, level, message, source="machine"):
+        """Put a diagnostic record in :attr:`diagnostics` (level ``debug``,
+        ``info``, ``warning`` or ``error``; ``source`` ``machine``, ``bios``,
+        ``dos``...): the one way the machine reports what it refused, faulted
+        on or decided for the user."""
+        return self.diagnostics.add(level, message, source)
 
     def _add(self, name, device, timed=False, feeds_timed=False, board=None):
         """Attach ``device`` (a card to its ``board``, a motherboard chip to
@@ -180,6 +192,9 @@ class Machine:
                 self._open_host_dir(mode)
         except DiskImageError as exc:
             raise MachineError(str(exc)) from exc
+        for disk in self.disks.values():
+            if getattr(disk, "readonly_reason", None):
+                self.note("warning", disk.readonly_reason)
 
     def _open_host_dir(self, mode):
         from .storage.hostdir import HostDirDisk
@@ -218,7 +233,8 @@ class Machine:
             self.resources.add(owner, decl)
         self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
                                    reschedule=self.scheduler.invalidate,
-                                   options=self.options, resources=self.resources)
+                                   options=self.options, resources=self.resources,
+                                   diagnostics=self.diagnostics)
         videos = []
         for _plugin, device in pm.create_devices(self):
             board = self.backplane.board(device.declaration)
@@ -230,6 +246,8 @@ class Machine:
         if len(videos) > 1:
             raise MachineError(f"two video cards: {' and '.join(videos)}; a machine has "
                                "one display (choose one, e.g. --video cga)")
+        if cfg.debug_port is not None:
+            self._add_debug_console(cfg.debug_port)
         # what the BIOS and the PPI's switches report follows the cards
         self.equipment = Equipment.from_declarations(
             [d.declaration for d in self.devices.values()], self.floppy_drives,
@@ -239,6 +257,17 @@ class Machine:
                                "add fdc to --plugins (e.g. --plugins cga,fdc)")
         self.ppi.sw1 = switch_byte(self.equipment.floppy_drives, self.equipment.video_switch(),
                                    cfg.memory_kib)
+
+    def _add_debug_console(self, port):
+        """The opt-in guest debug console (``pypc_core.debugcon``): a device
+        on its own board, its port checked against every other claim."""
+        from .debugcon import SOURCE, DebugConsole
+        try:
+            console = DebugConsole(port, sink=lambda text: self.note("info", text, SOURCE))
+        except ValueError as exc:
+            raise MachineError(str(exc)) from None
+        board = self.backplane.board(console.declaration)
+        self._add(board.name, console, board=board)
 
     def _load_firmware(self):
         cfg = self.config
@@ -341,9 +370,12 @@ class Machine:
             # (the PIC marks the CPU-answered ports stale itself)
             if self.pic.intr_pending():
                 vector = self.pic.acknowledge()
+                irq = (vector - self.pic.vector_base) & 0xFF
+                if self.trace.active:
+                    self.trace.record_dispatch(irq, vector)
                 cpu.interrupt(vector)
                 self.interrupts_taken += 1
-                self._irq_taken = (vector - self.pic.vector_base) & 0xFF
+                self._irq_taken = irq
             else:
                 self._set_intr(False)
         elif reason == S.EXIT_TRAP:
@@ -472,9 +504,10 @@ class Machine:
             return self._stop("step")
         if reason == S.EXIT_FAULT:
             op = int(ctl[S.C_EXIT_VALUE])
-            return self._stop("fault", detail={
-                "opcode": op, "message": f"the core has no decoder for opcode {op:02X}h "
-                                         f"at {int(cpu.regs[S.CS]):04X}:{int(cpu.regs[S.IP]):04X}"})
+            message = (f"the core has no decoder for opcode {op:02X}h "
+                       f"at {int(cpu.regs[S.CS]):04X}:{int(cpu.regs[S.IP]):04X}")
+            self.note("error", f"fault stop: {message}")
+            return self._stop("fault", detail={"opcode": op, "message": message})
         raise MachineError(f"unexpected CPU exit {reason}")
 
     def _match_io(self, port, width, direction):

@@ -249,6 +249,15 @@ class Fdc765(Device):
         disk = self._disk(drive)
         return disk is None or disk.readonly
 
+    def _log(self, level, message):
+        """A record in the machine's diagnostics ring (``board.log``)."""
+        if self._board is not None:
+            self._board.log(level, message)
+
+    def _refused_write(self, drive, what):
+        self._log("warning", f"drive {drive} ({'ABCD'[drive & 3]}:): {what} refused, "
+                             f"the disk is write-protected (read-only image)")
+
     # -- IRQ -------------------------------------------------------------------------
     def _update_irq(self):
         if self._irq is not None:
@@ -387,6 +396,8 @@ class Fdc765(Device):
 
     # -- commands without execution phase ---------------------------------------------
     def _cmd_invalid(self, cmd):
+        # (guests probe with commands this controller lacks, e.g. 10h version)
+        self._log("debug", f"invalid command {cmd[0]:02X}h: ST0 = 80h")
         self._finish([IC_INVALID])
 
     def _cmd_specify(self, cmd):
@@ -486,6 +497,7 @@ class Fdc765(Device):
         if self._protected(ex["drive"]) and ex["drive"] < self.drives \
                 and self._disk(ex["drive"]) is not None:
             self.ex = ex
+            self._refused_write(ex["drive"], "write data")
             self._result_error(ex, IC_ABNORMAL, ST1_NW, 0)
             return
         self._begin(ex)
@@ -507,6 +519,7 @@ class Fdc765(Device):
                   c=0, h=0, r=0)
         if self._disk(ex["drive"]) is not None and self._protected(ex["drive"]):
             self.ex = ex
+            self._refused_write(ex["drive"], "format track")
             self._result_error(ex, IC_ABNORMAL, ST1_NW, 0)
             return
         self._begin(ex)
@@ -671,7 +684,9 @@ class Fdc765(Device):
             return
         try:
             data = bytes(self._read_sector(drive, track, ex["head"], where))
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._log("error", f"drive {drive}: reading track {track} head {ex['head']} "
+                               f"failed on the host ({exc}): data error")
             self._result_error(ex, IC_ABNORMAL, ST1_DE, ST2_DD)
             return
         data = (data + bytes(size))[:size]
@@ -693,9 +708,12 @@ class Fdc765(Device):
         try:
             self._write_sector(drive, track, ex["head"], where, data[:size])
         except DiskWriteProtected:
+            self._refused_write(drive, "write data")
             self._result_error(ex, IC_ABNORMAL, ST1_NW, 0)
             return False
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._log("error", f"drive {drive}: writing track {track} head {ex['head']} "
+                               f"failed on the host ({exc}): data error")
             self._result_error(ex, IC_ABNORMAL, ST1_DE, ST2_DD)
             return False
         return True
@@ -796,9 +814,12 @@ class Fdc765(Device):
                 self.custom[key] = [[c, h, r, nn, bytes([ex["fill"]]) * (128 << min(nn, 7))]
                                     for c, h, r, nn in recs]
         except DiskWriteProtected:
+            self._refused_write(drive, "format track")
             self._result_error(ex, IC_ABNORMAL, ST1_NW, 0)
             return
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._log("error", f"drive {drive}: formatting track {track} head {head} "
+                               f"failed on the host ({exc}): data error")
             self._result_error(ex, IC_ABNORMAL, ST1_DE, ST2_DD)
             return
         if recs:

@@ -61,9 +61,11 @@ class XtIde(Device):
             raise ValueError("the XT-IDE card needs a hard-disk image")
         self.disk = disk
         self.name = name
+        self._board = None
         self.reset()
 
     def attach(self, board):
+        self._board = board
         board.claim_ports(PORTS, read=self.port_read, write=self.port_write,
                           peek=self.port_peek)
         board.map_rom(ROM_BASE, rom_image())
@@ -152,6 +154,15 @@ class XtIde(Device):
             r["head"] = (r["head"] & 0xF0) | head
 
     # -- commands ---------------------------------------------------------------------
+    def _log(self, level, message):
+        """A record in the machine's diagnostics ring (``board.log``)."""
+        if self._board is not None:
+            self._board.log(level, message)
+
+    def _refused_write(self):
+        self._log("warning", f"write at LBA {self.lba} refused (ABRT): the disk is "
+                             f"write-protected (read-only image)")
+
     def _fail(self, error, extra=0):
         self.error = error
         self.status = DRDY | DSC | ERR | extra
@@ -179,7 +190,8 @@ class XtIde(Device):
                 n = min(count, self.disk.total_sectors - lba)
                 try:
                     self.disk.read_sectors(lba, n)
-                except (OSError, DiskImageError):
+                except (OSError, DiskImageError) as exc:
+                    self._log("error", f"verify at LBA {lba} failed on the host ({exc}): UNC")
                     self._fail(E_UNC)
                     return
                 self._set_address(lba + n - 1)
@@ -188,6 +200,7 @@ class XtIde(Device):
                 return
             if cmd >= 0x30:
                 if self.disk.readonly:
+                    self._refused_write()
                     self._fail(E_ABRT, DF)
                     return
                 self.op = "write"
@@ -217,7 +230,8 @@ class XtIde(Device):
             return
         try:
             self.buffer = bytearray(self.disk.read_sectors(self.lba, 1))
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._log("error", f"read at LBA {self.lba} failed on the host ({exc}): UNC")
             self._fail(E_UNC)
             return
         self._set_address(self.lba)
@@ -251,9 +265,11 @@ class XtIde(Device):
         try:
             self.disk.write_sectors(self.lba, bytes(self.buffer))
         except DiskWriteProtected:
+            self._refused_write()
             self._fail(E_ABRT, DF)
             return
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._log("error", f"write at LBA {self.lba} failed on the host ({exc}): UNC")
             self._fail(E_UNC)
             return
         self._set_address(self.lba)

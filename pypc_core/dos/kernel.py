@@ -961,6 +961,9 @@ class Dos:
             self.unsupported.add(ah)
             log.warning("built-in DOS: INT 21h function %02Xh is not provided "
                         "(CS:IP %04X:%04X)", ah, *self._caller(r))
+            self.machine.note("warning", "INT 21h function %02Xh is not provided "
+                              "(CS:IP %04X:%04X); the call fails" % (ah, *self._caller(r)),
+                              source="dos")
         if 0x0F <= ah <= 0x24 or 0x27 <= ah <= 0x29:
             r.al = 0xFF                       # FCB functions: "failed"
         elif ah >= 0x38:

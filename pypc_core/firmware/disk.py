@@ -85,6 +85,10 @@ class DiskService(Service):
     def floppy_count(self):
         return self.bios.floppy_count()
 
+    def _note(self, level, message):
+        """A record in the machine's diagnostics ring (source ``bios``)."""
+        self.bios.machine.note(level, message, source="bios")
+
     def hdd_count(self):
         return self.bios.hdd_count()
 
@@ -506,9 +510,13 @@ class DiskService(Service):
             else:
                 disk.read_sectors(lba, n)
         except DiskWriteProtected:
+            self._note("warning", f"INT 13h write to drive {dl:02X}h at LBA {lba} refused: "
+                                  f"the disk is write-protected (read-only image)")
             r.al = 0
             return ST_WRITE_PROTECT
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._note("error", f"INT 13h {op} of drive {dl:02X}h at LBA {lba} failed on "
+                                f"the host ({exc}): controller error")
             r.al = 0
             return ST_CONTROLLER
         r.al = n
@@ -526,8 +534,12 @@ class DiskService(Service):
             for s in range(1, disk.sectors + 1):
                 disk.write_sectors(disk.chs_to_lba(cyl, head, s), bytes(SECTOR_SIZE))
         except DiskWriteProtected:
+            self._note("warning", f"INT 13h format of drive {dl:02X}h cylinder {cyl} head "
+                                  f"{head} refused: the disk is write-protected")
             return ST_WRITE_PROTECT
-        except (OSError, DiskImageError):
+        except (OSError, DiskImageError) as exc:
+            self._note("error", f"INT 13h format of drive {dl:02X}h cylinder {cyl} head "
+                                f"{head} failed on the host ({exc}): controller error")
             return ST_CONTROLLER
         return ST_OK
 

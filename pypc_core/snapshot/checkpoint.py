@@ -72,3 +72,4 @@ def restore(machine, cp):
                     disk.write_sectors(lba, bytes(b[i]))
             off += len(chunk)
     machine.scheduler.reset()
+    machine.note("info", f"state restored from a checkpoint taken at cycle {cp.clock}")

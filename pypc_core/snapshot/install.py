@@ -317,6 +317,7 @@ def install(machine, bundle, new_disks):
     _update_config_paths(machine, new_disks)
     machine.scheduler.reset()
     machine.last_stop = None
+    machine.note("info", f"state restored from a snapshot bundle (cycle {machine.clock()})")
 
 
 def _host_indices():
