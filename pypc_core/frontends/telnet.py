@@ -9,9 +9,27 @@ view-only, as the API contract says.
 
 Negotiation: the server offers WILL ECHO and WILL SUPPRESS-GO-AHEAD (the
 client goes to character mode and stops echoing) and binary transmission
-both ways (UTF-8 box-drawing characters, 8-bit keys); it refuses every other
-option.  One thread per connection; a client that goes away at any moment
-only ends its own thread.
+both ways (UTF-8 box-drawing characters, 8-bit keys), and asks DO NAWS (RFC
+1073) for the client's window size; it refuses every other option.
+
+Window size: until the client reports one (and when it refuses NAWS or never
+answers) the guest's screen is drawn at the top-left as it is.  A reported
+window that holds the guest's screen (80x25 or 40x25; the viewer draws
+nothing else) gets exactly that.  A smaller one is never written past its
+right edge or last row, so it never wraps or scrolls: its last row is a
+notice in reverse video ("window 60x20 < guest 80x25: rows 1-19, columns
+1-60", shorter wordings in narrow windows) and the rows above show a
+window-sized part of the guest's screen -- the top-left part, moved by as
+little as needed to keep the guest's cursor in view while the cursor is on
+(a DOS prompt on row 25 stays visible in an 80x24 terminal).  A size of 0
+means that dimension is unknown and is taken as the guest's.  A new size
+redraws everything, from the last picture if the machine stands still; the
+graphics-mode notice is centred in the window and cut to fit.  The first
+picture waits up to NAWS_WAIT_S for the client's answer, so a small window
+never gets a full-size one first.
+
+One thread per connection; a client that goes away at any moment only ends
+its own thread.
 """
 
 import re
@@ -22,9 +40,11 @@ import time
 from .listener import ViewerServer
 
 IAC, DONT, DO, WONT, WILL, SB, SE = 255, 254, 253, 252, 251, 250, 240
-OPT_BINARY, OPT_ECHO, OPT_SGA = 0, 1, 3
+OPT_BINARY, OPT_ECHO, OPT_SGA, OPT_NAWS = 0, 1, 3, 31
 OFFERED = (OPT_ECHO, OPT_SGA, OPT_BINARY)     # options the server does (WILL)
-ACCEPTED = (OPT_SGA, OPT_BINARY)              # options the client may do (DO)
+ACCEPTED = (OPT_SGA, OPT_BINARY, OPT_NAWS)    # options the client may do (DO)
+SB_LIMIT = 64           # a longer sub-negotiation is read to its end and ignored
+NAWS_WAIT_S = 1.0       # how long the first picture waits for the client's size
 
 # CGA colour number -> ANSI colour number (0-7); bright colours add 60 (90-97)
 CGA_TO_ANSI = (0, 4, 2, 6, 1, 5, 3, 7)
@@ -86,16 +106,169 @@ def render_rows(codes, attrs, blink, old_codes=None, old_attrs=None):
     return "".join(out)
 
 
-def graphics_notice(snapshot, cols=80, vnc_port=None):
-    """The screen a telnet viewer shows while the guest is in a graphics mode."""
+def graphics_notice(snapshot, cols=80, vnc_port=None, rows=None):
+    """The screen a telnet viewer shows while the guest is in a graphics
+    mode, centred in ``cols`` columns from row 11 (``rows``, the window's
+    height when it is under 25: centred in it, lines that do not fit left
+    out); a line is cut to ``cols - 1`` cells."""
     lines = [f"graphics mode ({snapshot.adapter} {snapshot.mode})",
              "the telnet viewer shows text modes only"]
     if vnc_port:
         lines.append(f"watch it with a VNC viewer on port {vnc_port}")
+    if rows is None or rows >= 25:
+        top = 11
+    else:
+        lines = lines[:rows]
+        top = max(1, (rows - len(lines)) // 2 + 1)
     out = ["\x1b[0m\x1b[2J\x1b[?25l"]
     for i, line in enumerate(lines):
-        out.append(f"\x1b[{11 + i};{max(1, (cols - len(line)) // 2 + 1)}H\x1b[7m {line} \x1b[0m")
+        shown = f" {line} "[:max(0, cols - 1)]
+        if shown:
+            col = max(1, min((cols - len(line)) // 2 + 1, cols - len(shown)))
+            out.append(f"\x1b[{top + i};{col}H\x1b[7m{shown}\x1b[0m")
     return "".join(out)
+
+
+def window_notice(window, guest, top, left, shown_rows, shown_cols):
+    """The last row of a window smaller than the guest's screen: the window,
+    the guest's size and which guest rows and columns are shown (1-based),
+    in the longest wording that fits in ``window``'s width less one cell
+    (the bottom-right cell stays blank)."""
+    w, h = (str(n) if n else "?" for n in window)
+    cols, rows = guest
+    if shown_rows:
+        rr = f"{top + 1}-{top + shown_rows}"
+        cc = f"{left + 1}-{left + shown_cols}"
+        wordings = (f"window {w}x{h} is smaller than the guest's {cols}x{rows} screen: "
+                    f"rows {rr}, columns {cc} shown",
+                    f"window {w}x{h} < guest {cols}x{rows}: rows {rr}, columns {cc}",
+                    f"{w}x{h}<{cols}x{rows} rows {rr} cols {cc}",
+                    f"rows {rr} cols {cc}",
+                    f"r{top + 1} c{left + 1}")
+    else:
+        wordings = (f"window {w}x{h} is too small for the guest's {cols}x{rows} screen",
+                    f"window {w}x{h} < guest {cols}x{rows}",
+                    f"{w}x{h}<{cols}x{rows}")
+    room = max(0, (int(window[0]) or cols) - 1)
+    for text in wordings:
+        if len(text) <= room:
+            return text
+    return wordings[-1][:room]
+
+
+class ScreenView:
+    """What one telnet client is shown: :meth:`render` turns each snapshot
+    into the ANSI text that brings the client's screen up to date.
+
+    ``window`` is the client's ``(columns, rows)`` (None: never reported;
+    0: that dimension unknown, taken as the guest's).  A window that holds
+    the guest's whole screen gets it at its top-left corner.  A smaller
+    one is never written past: its last row holds :func:`window_notice`
+    in reverse video, the rows above show a window-sized part of the
+    guest's screen -- the top-left part, moved by as little as needed to
+    keep the guest's cursor in view while the cursor is on.  A new window
+    size, mode or display epoch redraws everything; otherwise only changed
+    cells are sent."""
+
+    def __init__(self, vnc_port=None):
+        self.vnc_port = vnc_port
+        self.window = None
+        self.redraw_pending = True
+        self.origin = (0, 0)            # guest (row, column) at the window's top-left
+        self.last_mode = self.last_epoch = None
+        self.last_codes = self.last_attrs = self.last_cursor = None
+        self.last_notice = None
+
+    def set_window(self, window):
+        """A size from the client (``(columns, rows)``); a new one means a
+        full redraw with the next :meth:`render`."""
+        window = None if window is None else (int(window[0]), int(window[1]))
+        if window != self.window:
+            self.window = window
+            self.redraw_pending = True
+
+    def layout(self, rows, cols):
+        """(clipped, shown rows, shown columns, window height) for a guest
+        text screen of ``rows`` x ``cols``."""
+        if self.window is None:
+            return False, rows, cols, rows
+        w = self.window[0] or cols
+        h = self.window[1] or rows
+        if w >= cols and h >= rows:
+            return False, rows, cols, h
+        return True, h - 1, min(w, cols), h
+
+    def _follow(self, cursor, rows, cols, shown_rows, shown_cols):
+        """Move the origin as little as needed to bring an enabled cursor
+        into the shown part."""
+        top, left = self.origin
+        row, col = cursor.get("row"), cursor.get("column")
+        if not (cursor.get("enabled") and row is not None and col is not None
+                and 0 <= row < rows and 0 <= col < cols):
+            return
+        if shown_rows:
+            if row < top:
+                top = row
+            elif row >= top + shown_rows:
+                top = row - shown_rows + 1
+        if col < left:
+            left = col
+        elif col >= left + shown_cols:
+            left = col - shown_cols + 1
+        self.origin = (top, left)
+
+    def render(self, snap):
+        out = []
+        redraw = (self.redraw_pending or snap.epoch != self.last_epoch
+                  or snap.mode != self.last_mode)
+        self.redraw_pending = False
+        self.last_mode, self.last_epoch = snap.mode, snap.epoch
+        if snap.graphics:
+            if redraw:
+                if self.window is None:
+                    out.append(graphics_notice(snap, vnc_port=self.vnc_port))
+                else:
+                    w, h = self.window
+                    out.append(graphics_notice(snap, cols=min(w or 80, 80),
+                                               rows=h or None, vnc_port=self.vnc_port))
+            self.last_codes = self.last_attrs = self.last_cursor = self.last_notice = None
+            return "".join(out)
+        rows, cols = snap.codes.shape
+        clipped, shown_rows, shown_cols, height = self.layout(rows, cols)
+        cur = snap.cursor or {}
+        if redraw:
+            out.append("\x1b[0m\x1b[2J")
+            self.origin = (0, 0)
+            self.last_codes = self.last_attrs = self.last_cursor = self.last_notice = None
+        notice = ""
+        if clipped:
+            # a moved origin needs no full redraw: the diff against what
+            # the window shows sends exactly the cells that differ
+            self._follow(cur, rows, cols, shown_rows, shown_cols)
+            top, left = self.origin
+            text = window_notice(self.window, (cols, rows), top, left, shown_rows, shown_cols)
+            if text != self.last_notice:
+                notice = f"\x1b[{height};1H\x1b[0m\x1b[2K\x1b[7m{text}\x1b[0m"
+                self.last_notice = text
+        else:
+            top = left = 0
+            self.origin = (0, 0)
+        codes = snap.codes[top:top + shown_rows, left:left + shown_cols]
+        attrs = snap.attrs[top:top + shown_rows, left:left + shown_cols]
+        body = render_rows(codes, attrs, snap.blink, self.last_codes, self.last_attrs)
+        row, col = cur.get("row"), cur.get("column")
+        shown = (bool(cur.get("enabled")) and row is not None and col is not None
+                 and top <= row < top + shown_rows and left <= col < left + shown_cols)
+        cursor = (shown, row - top, col - left) if shown else (False, row, col)
+        if body or notice or cursor != self.last_cursor:
+            out.append(body)
+            out.append(notice)
+            if shown:
+                out.append(f"\x1b[0m\x1b[{row - top + 1};{col - left + 1}H\x1b[?25h")
+            else:
+                out.append("\x1b[0m\x1b[?25l")
+        self.last_codes, self.last_attrs, self.last_cursor = codes, attrs, cursor
+        return "".join(out)
 
 
 class TelnetInput:
@@ -103,14 +276,28 @@ class TelnetInput:
     Strips IAC commands and sub-negotiations, answers option requests
     (refusing anything not in OFFERED/ACCEPTED, never answering a state
     that is already in force, so no negotiation loops), and turns the
-    telnet newline conventions (CR LF, CR NUL) into one CR."""
+    telnet newline conventions (CR LF, CR NUL) into one CR.
+
+    The client's window size (NAWS, RFC 1073) ends up in ``window``: None
+    until the client reports one, then ``(columns, rows)``, 0 standing for a
+    dimension the client does not know; ``windows`` counts the reports.
+    ``naws`` is None while the client has not answered DO NAWS, True once
+    it agreed (or simply sent a size), False when it refused.  A report cut
+    across packets is assembled; a malformed one (not four bytes, or longer
+    than SB_LIMIT) is ignored and changes nothing."""
 
     def __init__(self):
         self.state = "data"
         self.verb = None
         self.mine = set(OFFERED)        # options enabled on the server side
         self.theirs = set()             # options enabled on the client side
+        self.asked = set(ACCEPTED)      # our DO (sent in the opening) awaits an answer
         self.last_cr = False
+        self.sb = bytearray()           # the sub-negotiation being read
+        self.sb_overflow = False
+        self.window = None
+        self.windows = 0
+        self.naws = None
 
     def opening(self):
         out = bytearray()
@@ -131,25 +318,58 @@ class TelnetInput:
                     continue
                 self._char(b, text)
             elif st == "iac":
-                if b == IAC:
-                    self.state = "data"
-                    self._char(b, text)
-                elif b in (DO, DONT, WILL, WONT):
-                    self.verb = b
-                    self.state = "option"
-                elif b == SB:
-                    self.state = "sb"
-                else:
-                    self.state = "data"          # NOP, AYT, GA, ... ignored
+                self._command(b, text)
             elif st == "option":
                 replies += self._negotiate(self.verb, b)
                 self.state = "data"
             elif st == "sb":
                 if b == IAC:
                     self.state = "sb_iac"
+                else:
+                    self._sb_byte(b)
             elif st == "sb_iac":
-                self.state = "data" if b == SE else "sb"
+                if b == IAC:                     # a doubled 255 is one data byte
+                    self._sb_byte(IAC)
+                    self.state = "sb"
+                elif b == SE:
+                    self._subnegotiation()
+                    self.state = "data"
+                else:
+                    # a command inside a sub-negotiation: the client never
+                    # ended it; what it sent is dropped and the command read
+                    self.sb.clear()
+                    self._command(b, text)
         return bytes(replies), "".join(text)
+
+    def _command(self, b, text):
+        """The byte after an IAC (outside a sub-negotiation)."""
+        if b == IAC:
+            self.state = "data"
+            self._char(b, text)
+        elif b in (DO, DONT, WILL, WONT):
+            self.verb = b
+            self.state = "option"
+        elif b == SB:
+            self.sb.clear()
+            self.sb_overflow = False
+            self.state = "sb"
+        else:
+            self.state = "data"          # NOP, AYT, GA, a stray SE ... ignored
+
+    def _sb_byte(self, b):
+        if len(self.sb) < SB_LIMIT:
+            self.sb.append(b)
+        else:
+            self.sb_overflow = True
+
+    def _subnegotiation(self):
+        data = bytes(self.sb)
+        self.sb.clear()
+        if self.sb_overflow or not data or data[0] != OPT_NAWS or len(data) != 5:
+            return
+        self.window = ((data[1] << 8) | data[2], (data[3] << 8) | data[4])
+        self.windows += 1
+        self.naws = True
 
     def _char(self, b, text):
         if self.last_cr:
@@ -179,14 +399,24 @@ class TelnetInput:
             return b""
         if verb == WILL:
             if opt in ACCEPTED:
-                if opt not in self.theirs:
-                    self.theirs.add(opt)
-                    # our DO was sent in the opening; a WILL answering it
-                    # needs no reply
-                return b""
+                if opt == OPT_NAWS:
+                    self.naws = True
+                if opt in self.theirs:
+                    return b""
+                self.theirs.add(opt)
+                if opt in self.asked:           # the answer to our opening DO
+                    self.asked.discard(opt)
+                    return b""
+                return bytes((IAC, DO, opt))
             return bytes((IAC, DONT, opt))
-        # WONT
-        self.theirs.discard(opt)
+        # WONT: a refusal of our DO needs no answer; switching an enabled
+        # option off is acknowledged
+        if opt == OPT_NAWS:
+            self.naws = False
+        self.asked.discard(opt)
+        if opt in self.theirs:
+            self.theirs.discard(opt)
+            return bytes((IAC, DONT, opt))
         return b""
 
 
@@ -199,6 +429,9 @@ class TelnetSession:
         self.closed = threading.Event()
         self._send_lock = threading.Lock()
         self._kbd_tail = ""
+        self.window = None                  # the client's last (columns, rows)
+        self._resized = threading.Event()   # reader -> writer: a new window size
+        self._settled = threading.Event()   # the client answered DO NAWS (or sent a size)
 
     def start(self):
         threading.Thread(target=self._reader, daemon=True,
@@ -216,6 +449,7 @@ class TelnetSession:
         if self.closed.is_set():
             return
         self.closed.set()
+        self._settled.set()
         try:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
@@ -230,6 +464,11 @@ class TelnetSession:
                 if not data:
                     break
                 replies, text = self.input.feed(data)
+                if self.input.window != self.window:
+                    self.window = self.input.window
+                    self._resized.set()
+                if self.input.window is not None or self.input.naws is False:
+                    self._settled.set()
                 if text:
                     self._keys(text)            # before the replies: a reply to
                 if replies:                     # a later option means the keys
@@ -256,50 +495,36 @@ class TelnetSession:
 
     def _writer(self):
         display = self.server.display
+        view = ScreenView(vnc_port=self.server.vnc_port)
         seq = 0
-        last_codes = last_attrs = None
-        last_mode = last_epoch = last_cursor = None
+        snap = None
         try:
             self.send(self.input.opening())
             self.send(SETUP)
+            # a telnet client answers DO NAWS at once; the first picture waits
+            # a moment for its size, so a small window never sees a full one
+            self._settled.wait(NAWS_WAIT_S)
             first = True
             while not self.closed.is_set():
-                snap = display.wait(seq, text=True, timeout=0.5, urgent=first)
-                if snap is None:
+                new = display.wait(seq, text=True, timeout=0.1, urgent=first)
+                if self._resized.is_set():
+                    self._resized.clear()
+                    view.set_window(self.window)
+                if new is None:
                     if display.closed:
                         break
-                    continue
-                first = False
-                seq = snap.seq
-                started = time.perf_counter()
-                out = []
-                redraw = snap.epoch != last_epoch or snap.mode != last_mode
-                if snap.graphics:
-                    if redraw:
-                        out.append(graphics_notice(snap, vnc_port=self.server.vnc_port))
-                    last_codes = last_attrs = last_cursor = None
+                    if not (view.redraw_pending and snap is not None):
+                        continue
+                    # a resize while no picture comes (a paused machine):
+                    # the last picture again, drawn for the new window
                 else:
-                    if redraw:
-                        out.append("\x1b[0m\x1b[2J")
-                        last_codes = last_attrs = None
-                    body = render_rows(snap.codes, snap.attrs, snap.blink,
-                                       last_codes, last_attrs)
-                    cur = snap.cursor or {}
-                    rows, cols = snap.codes.shape
-                    row, col = cur.get("row"), cur.get("column")
-                    shown = bool(cur.get("enabled")) and row is not None and col is not None \
-                        and row < rows and col < cols
-                    cursor = (shown, row, col)
-                    if body or cursor != last_cursor:
-                        out.append(body)
-                        if shown:
-                            out.append(f"\x1b[0m\x1b[{row + 1};{col + 1}H\x1b[?25h")
-                        else:
-                            out.append("\x1b[0m\x1b[?25l")
-                    last_codes, last_attrs, last_cursor = snap.codes, snap.attrs, cursor
-                last_mode, last_epoch = snap.mode, snap.epoch
+                    first = False
+                    snap = new
+                    seq = snap.seq
+                started = time.perf_counter()
+                out = view.render(snap)
                 if out:
-                    self.send("".join(out))
+                    self.send(out)
                 display.pace(started, time.perf_counter() - started)
         except OSError:
             pass
