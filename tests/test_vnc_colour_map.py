@@ -561,7 +561,8 @@ def test_a_map_smaller_than_the_frame_keeps_the_commonest_colours():
     # a new colour while the frame still has too many: the nearest entry
     more = np.concatenate([frame, np.array([[[10, 240, 0]]], dtype=np.uint8)], axis=1)
     assert cmap.update(keys_of(more), lambda: colour_keys(more)) == ([], False)
-    assert lut[int(cmap.indices(colour_keys(more))[0, -1])] == int(colour_keys(cols[2:3][None])[0, 0])
+    green = int(colour_keys(cols[2:3][None])[0, 0])
+    assert lut[int(cmap.indices(colour_keys(more))[0, -1])] == green
     # a frame that fits: exact again
     small = np.array([[[1, 2, 3], [4, 5, 6]]], dtype=np.uint8)
     entries, rebuilt = cmap.update(keys_of(small), lambda: colour_keys(small))

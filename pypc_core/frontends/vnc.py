@@ -236,10 +236,13 @@ class ColourMap:
         miss = self.keys[pos] != flat
         if miss.any():                              # only in an approximate map
             lost, where = np.unique(flat[miss], return_inverse=True)
-            a = key_colours(lost).astype(np.int32)[:, None, :]
             b = key_colours(self.keys).astype(np.int32)[None, :, :]
-            nearest = ((a - b) ** 2).sum(axis=2).argmin(axis=1)
-            out[miss] = self.index[nearest][where]
+            nearest = np.zeros(len(lost), dtype=np.intp)
+            step = max(1, (1 << 20) // len(self.keys))          # a few MB at a time
+            for i in range(0, len(lost), step):
+                a = key_colours(lost[i:i + step]).astype(np.int32)[:, None, :]
+                nearest[i:i + step] = ((a - b) ** 2).sum(axis=2).argmin(axis=1)
+            out[miss] = self.index[nearest][where.ravel()]
         return out.reshape(keys.shape)
 
 
