@@ -711,13 +711,22 @@ REG_ORDER = S.REG16_NAMES + S.SEG_NAMES + ("ip", "flags")
 MAX_TRACE = 1 << 22
 
 
+TRACE_KINDS = {S.TRK_INSTRUCTION: "instruction", S.TRK_HLT: "hlt",
+               S.TRK_DISPATCH: "interrupt_dispatch"}
+
+
 class Trace:
-    """A bounded ring of executed instructions, written by compiled code
+    """A bounded ring of CPU Ticks, mostly written by compiled code
     (``run_traced`` in the core, which runs the core an instruction at a
-    time while a trace is on, so ``run`` itself carries no trace code): CS:IP, the instruction's
-    bytes, the cycle it started at, optionally the registers before it and
-    the memory and I/O effects it had.  Hardware interrupt entries are not
-    instructions and are not recorded."""
+    time while a trace is on, so ``run`` itself carries no trace code).
+    A record is one of three kinds (``kind``): an executed ``instruction``;
+    a ``hlt`` wait (a halted CPU's clock moving on to the next device
+    event); an ``interrupt_dispatch``, the entry of a PIC interrupt, which
+    the machine records (:meth:`record_dispatch`) with its ``irq`` and
+    ``vector``.  Each has CS:IP (for a wait or a dispatch: the context
+    waiting or interrupted), the 8 bytes there, the cycle it started at,
+    optionally the registers before it and the memory and I/O effects it
+    had (a dispatch: its stack pushes and vector reads)."""
 
     def __init__(self, cpu):
         self._cpu = cpu
@@ -760,9 +769,37 @@ class Trace:
             cpu.end_record()
         self.active = False
 
+    def record_dispatch(self, irq, vector):
+        """Record the entry of PIC interrupt ``irq`` through ``vector``;
+        called just before the CPU enters it (registers, clock and effect
+        count are those before the entry)."""
+        if not self.active:
+            return
+        cpu = self._cpu
+        ctl = cpu.ctl
+        n = int(ctl[S.C_TRACE_N])
+        row = cpu.trace_buf[n % self.capacity]
+        regs = cpu.regs
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        row[S.TR_CYCLES] = int(ctl[S.C_CYCLES])
+        row[S.TR_CSIP] = (cs << 16) | ip
+        mem = cpu.mem
+        raw = bytes(int(mem[((cs << 4) + ((ip + k) & 0xFFFF)) & (MEM_TOP - 1)])
+                    for k in range(8))
+        row[S.TR_BYTES] = int.from_bytes(raw, "little", signed=True)
+        if self.registers:
+            for k in range(4):
+                word = 0
+                for j in range(4):
+                    word |= int(regs[4 * k + j]) << (16 * j)
+                row[S.TR_REGS + k] = word - (1 << 64) if word >= 1 << 63 else word
+        row[S.TR_EFFECT] = int(ctl[S.C_EFFECTS])
+        row[S.TR_KIND] = S.TRK_DISPATCH | (irq & 0xFF) << 8 | (vector & 0xFF) << 16
+        ctl[S.C_TRACE_N] = n + 1
+
     @property
     def total(self):
-        """Instructions recorded since the trace started."""
+        """Ticks recorded since the trace started."""
         return int(self._cpu.ctl[S.C_TRACE_N]) if self.capacity else 0
 
     @property
@@ -799,8 +836,12 @@ class Trace:
             cs, ip = int(row[S.TR_CSIP]) >> 16, int(row[S.TR_CSIP]) & 0xFFFF
             raw = int(row[S.TR_BYTES]).to_bytes(8, "little", signed=True)
             length = disassemble(raw, ip).length
-            rec = {"index": n, "cycles": int(row[S.TR_CYCLES]), "cs": cs, "ip": ip,
+            kind = int(row[S.TR_KIND])
+            rec = {"index": n, "kind": TRACE_KINDS[kind & 0xFF],
+                   "cycles": int(row[S.TR_CYCLES]), "cs": cs, "ip": ip,
                    "linear": ((cs << 4) + ip) & (MEM_TOP - 1), "bytes": raw[:length]}
+            if kind & 0xFF == S.TRK_DISPATCH:
+                rec["irq"], rec["vector"] = (kind >> 8) & 0xFF, (kind >> 16) & 0xFF
             if self.registers:
                 vals = {}
                 for k in range(4):

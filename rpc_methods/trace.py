@@ -2,10 +2,15 @@
 -- a bounded CPU instruction trace recorded by the compiled loop itself
 (``Machine.trace``), shaped into the contract's events.
 
-What the machine's trace records: executed instructions (a software INT
-included), with the registers before each and the memory and I/O effects in
-order.  Hardware interrupt entries and HLT waits are not recorded, so this
-trace has ``instruction`` events only; ``instruction_count`` counts them."""
+What the machine's trace records, one event per CPU Tick as the contract
+says: ``instruction`` (an opcode executed; a software INT and a TF trap
+included), ``hlt`` (a halted CPU's clock moving on to the next device event;
+its address and bytes are the waiting context, nothing executed) and
+``interrupt_dispatch`` (a PIC interrupt entered, with ``interrupt: {source:
+"pic", irq, vector}``; address and bytes are the interrupted context, its
+effects the stack pushes and vector reads), each with the registers before
+it and its memory and I/O effects in order.  ``instruction_count`` counts
+Ticks of all three kinds."""
 
 import base64
 
@@ -41,12 +46,14 @@ class CpuTrace:
         return min(self.machine_trace.total, self.count)
 
     def limit(self, ctl, cycles):
-        """Cap a running slice so the trace cannot run past its count (an
-        8088 instruction takes at least 2 cycles)."""
+        """Cap a running slice so the trace cannot run past its count: every
+        Tick takes at least one cycle (an instruction 2, a HLT wait 1 or
+        more), so ``left`` cycles hold at most ``left`` Ticks (and the one
+        instruction begun before the slice's end)."""
         if not self.active:
             return cycles
         left = self.count - self.machine_trace.total
-        return max(1, 2 * left - 1)
+        return max(1, min(cycles, left))
 
     def after_slice(self, ctl):
         if self.active and self.machine_trace.total >= self.count:
@@ -81,12 +88,14 @@ class CpuTrace:
                 clock_after, regs_after = self.ctl.machine.clock(), _regs(self.ctl.cpu.regs)
             else:
                 clock_after, regs_after = self.end_clock, self.end_regs
-            ev = {"sequence": rec["index"], "kind": "instruction",
+            ev = {"sequence": rec["index"], "kind": rec["kind"],
                   "address": {"space": "segmented", "segment": rec["cs"], "offset": rec["ip"]},
                   "physical": rec["linear"], "opcode_hex": raw.hex(),
                   "clock_before": rec["cycles"], "clock_after": clock_after,
                   "clock_delta": clock_after - rec["cycles"],
                   "effects": [_effect(e, ports) for e in rec.get("effects", [])]}
+            if rec["kind"] == "interrupt_dispatch":
+                ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":
                 ev["registers_before"] = _shape(rec["regs"], rec["cycles"])
             if self.detail in ("normal", "long"):

@@ -43,7 +43,8 @@ from .state import (
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
     C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
     C_REP_RESUME, C_TRACE, C_TRACE_N, C_SKIP_INT, C_INT_MASK, C_IOW_N, C_IOW,
-    TR_CYCLES, TR_CSIP, TR_BYTES, TR_REGS, TR_EFFECT, EXIT_INT_BREAK,
+    TR_CYCLES, TR_CSIP, TR_BYTES, TR_REGS, TR_EFFECT, TR_KIND, TRK_INSTRUCTION, TRK_HLT,
+    EXIT_INT_BREAK,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
     PG_READONLY, PG_WATCH_R,
@@ -1576,6 +1577,7 @@ def trace_fill(regs, mem, ctl, trc, row, mode, csb, ip, cycles):
                                      | (np.int64(regs[4 * k + 2]) << 32)
                                      | (np.int64(regs[4 * k + 3]) << 48))
     trc[row, TR_EFFECT] = ctl[C_EFFECTS]
+    trc[row, TR_KIND] = TRK_INSTRUCTION
 
 
 # ---------------------------------------------------------------------------
@@ -1896,7 +1898,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
 @njit(**JIT)
 def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
     """``run`` one instruction at a time, writing a trace record (ring
-    ``trc``, int64[capacity, TRACE_WORDS]) for each instruction executed.
+    ``trc``, int64[capacity, TRACE_WORDS]) for each instruction executed
+    and for each wait of a halted CPU (``TRK_HLT``: the clock moved on to
+    the next device event).  The machine adds the records of PIC interrupt
+    entries (``TRK_DISPATCH``), which it makes itself.
 
     Used only while a trace is on: ``run`` itself carries no trace code, so
     an idle trace costs the common path nothing (a record call inside the
@@ -1913,11 +1918,17 @@ def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
         trace_fill(regs, mem, ctl, trc, n % trc.shape[0], mode, csb, ip, ctl[C_CYCLES])
         insns = ctl[C_INSTRUCTIONS]
         resumed = ctl[C_REP_RESUME] != 0
+        halted = ctl[C_HALTED] != 0
+        before = ctl[C_CYCLES]
         ctl[C_STEP] = 1
         reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
         ran = ctl[C_INSTRUCTIONS] - insns
         if ran == 1 and not resumed:
             ctl[C_TRACE_N] = n + 1          # the record stands
+        elif (ran == 0 and halted and reason == EXIT_BUDGET and ctl[C_HALTED] != 0
+              and ctl[C_CYCLES] > before):
+            trc[n % trc.shape[0], TR_KIND] = TRK_HLT
+            ctl[C_TRACE_N] = n + 1          # a wait: the record stands as one
         if ran >= 1 and user_steps > 0:
             user_steps -= 1
             if user_steps == 0:

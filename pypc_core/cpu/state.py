@@ -78,13 +78,17 @@ C_IOW = 41            # 8 words: lo | hi << 16 | (1 read, 2 write) << 32: such p
 IOW_MAX = 8
 C_SIZE = 64
 
-# --- instruction trace records (np.int64[capacity, TRACE_WORDS]) -----------
-TR_CYCLES = 0         # cycle the instruction started at
+# --- trace records (np.int64[capacity, TRACE_WORDS]): one per CPU Tick -------
+TR_CYCLES = 0         # cycle the Tick started at
 TR_CSIP = 1           # CS << 16 | IP
 TR_BYTES = 2          # the 8 bytes at CS:IP (wrapping in CS), little-endian packed
 TR_REGS = 3           # 4 words: AX..DI, ES..FLAGS as 16-bit fields (with registers)
-TR_EFFECT = 7         # effect count (C_EFFECTS) before the instruction (with effects)
-TRACE_WORDS = 8
+TR_EFFECT = 7         # effect count (C_EFFECTS) before the Tick (with effects)
+TR_KIND = 8           # TRK_* | irq << 8 | vector << 16 (an interrupt dispatch)
+TRACE_WORDS = 9
+TRK_INSTRUCTION = 0   # an opcode executed (software INT and TF trap included)
+TRK_HLT = 1           # a halted CPU waited (the clock advanced to a device event)
+TRK_DISPATCH = 2      # a PIC interrupt was entered (no opcode executed)
 
 # --- exit reasons -----------------------------------------------------------
 EXIT_NONE = 0
