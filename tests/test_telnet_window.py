@@ -603,3 +603,34 @@ def test_zero_is_an_unknown_dimension():
     notice = "40x?<80x25 rows 1-24 cols 1-40"
     assert mismatches(type("C", (), {"screen": screen}), guest, (0, 0), notice) == []
     assert screen.violations == []
+
+
+def test_the_part_shown_moves_with_the_cursor_without_a_full_redraw():
+    rng = np.random.default_rng(8)
+    snap = random_snapshot(rng, cursor=(20, 5))
+    view = ScreenView()
+    view.set_window((80, 10))
+    screen = fed((80, 10), view.render(snap))
+    client = type("C", (), {"screen": screen})
+    guest = (snap.codes, snap.attrs, snap.cursor, snap.blink)
+    assert mismatches(client, guest, (12, 0), "window 80x10 < guest 80x25: "
+                                              "rows 13-21, columns 1-80") == []
+    assert (screen.cursor.y, screen.cursor.x) == (8, 5)
+    stream = pyte.ByteStream(screen)
+    # the cursor goes up to row 2: the part moves up to start there
+    up = random_snapshot(rng, cursor=(2, 5))
+    up.codes[:], up.attrs[:] = snap.codes, snap.attrs
+    text = view.render(up)
+    assert "\x1b[2J" not in text
+    stream.feed(text.encode("utf-8"))
+    assert mismatches(client, guest, (2, 0), "window 80x10 < guest 80x25: "
+                                             "rows 3-11, columns 1-80") == []
+    assert (screen.cursor.y, screen.cursor.x) == (0, 5)
+    # a cursor that is off moves nothing (and is hidden)
+    off = random_snapshot(rng, cursor=(24, 0))
+    off.codes[:], off.attrs[:] = snap.codes, snap.attrs
+    off.cursor["enabled"] = False
+    stream.feed(view.render(off).encode("utf-8"))
+    assert mismatches(client, guest, (2, 0), "window 80x10 < guest 80x25: "
+                                             "rows 3-11, columns 1-80") == []
+    assert screen.cursor.hidden and screen.violations == []

@@ -200,8 +200,10 @@ class ScreenView:
 
     def _follow(self, cursor, rows, cols, shown_rows, shown_cols):
         """Move the origin as little as needed to bring an enabled cursor
-        into the shown part."""
-        top, left = self.origin
+        into the shown part (and keep the part inside the guest's screen)."""
+        top = min(self.origin[0], max(0, rows - shown_rows))
+        left = min(self.origin[1], max(0, cols - shown_cols))
+        self.origin = (top, left)
         row, col = cursor.get("row"), cursor.get("column")
         if not (cursor.get("enabled") and row is not None and col is not None
                 and 0 <= row < rows and 0 <= col < cols):
