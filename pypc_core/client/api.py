@@ -93,6 +93,37 @@ class CheckpointsMethods(_Group):
         return decode(result, RESULT_SPECS['checkpoints.restore'], 'checkpoints.restore')
 
 
+class DebugMethods(_Group):
+    """The ``debug.*`` methods."""
+
+    def output_read(self, *, cursor: str | None = UNSET, limit: int | str | None = None, min_level: str | None = None, sources: list[str] | None = None, rpc_timeout: float | None = None) -> M.DebugOutputReadResult:
+        """``debug.output.read``: Page the diagnostics ring: machine notes, card messages and guest debug-port lines.
+
+        Allowed while the machine runs; reading changes nothing. Records come oldest
+        first: without cursor from the oldest retained record, with cursor debug-N after
+        record N. next_cursor continues the read (the last record returned, or the last
+        one the filters skipped; with nothing new, the same position). A cursor whose
+        following records were dropped is CURSOR_EXPIRED (never a silent restart); one
+        beyond the last record is INVALID_PARAMS. limit 1..1024 (default 256). min_level
+        keeps records of that level and above (debug < info < warning < error); sources
+        keeps records of those sources (machine, bios, dos, guest or a card's name; at
+        most 16). The ring keeps the last 4096 records; dropped_record_count (=
+        first_available_sequence - 1) counts those no longer retained, overwritten or of
+        a machine session.start replaced. timestamp is emulated time in ns (clock x 10^9
+        / 4,770,000), clock the emulated CPU cycle."""
+        params = {}
+        if cursor is not UNSET:
+            params['cursor'] = encode(cursor, ('optional', 'str'))
+        if limit is not None:
+            params['limit'] = encode(limit, ('union', ('int', 'str')))
+        if min_level is not None:
+            params['min_level'] = encode(min_level, 'str')
+        if sources is not None:
+            params['sources'] = encode(sources, ('list', 'str'))
+        result = self._client.call('debug.output.read', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['debug.output.read'], 'debug.output.read')
+
+
 class DosMethods(_Group):
     """The ``dos.*`` methods."""
 
@@ -107,6 +138,61 @@ class DosMethods(_Group):
         params = {}
         result = self._client.call('dos.status', params, rpc_timeout)
         return decode(result, RESULT_SPECS['dos.status'], 'dos.status')
+
+    def trace_read(self, *, cursor: str | None = UNSET, limit: int | str | None = None, rpc_timeout: float | None = None) -> M.DosTraceReadResult:
+        """``dos.trace.read``: Read retained DOS call events after a cursor, and report any overflow.
+
+        Allowed while the machine runs; reading changes nothing. Events come in call
+        order. A cursor before the retained events is CURSOR_EXPIRED, one beyond the
+        last event INVALID_PARAMS. Before any dos.trace.start: PRECONDITION_FAILED.
+
+        cursor: null: from the oldest retained event; dos-N: the events after sequence
+        N.
+        limit: 1..65536 events, default 128."""
+        params = {}
+        if cursor is not UNSET:
+            params['cursor'] = encode(cursor, ('optional', 'str'))
+        if limit is not None:
+            params['limit'] = encode(limit, ('union', ('int', 'str')))
+        result = self._client.call('dos.trace.read', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['dos.trace.read'], 'dos.trace.read')
+
+    def trace_start(self, *, capacity: int | str | None = None, classes: list[str] | None = None, path_contains: str | None = None, data_bytes: int | str | None = None, rpc_timeout: float | None = None) -> M.DosTraceStartResult:
+        """``dos.trace.start``: Start a bounded recorder of the file, directory, program and memory calls the built-in DOS serves (replaces a previous DOS trace).
+
+        Allowed paused or running. Needs the built-in DOS (a PROGRAM, --drive or
+        session.start machine): a DOS booted from a disk serves INT 21h in guest code
+        and is refused with UNSUPPORTED. Bad params change nothing (the previous trace
+        goes on). session.start and machine.snapshot.import drop the trace.
+
+        capacity: 1..65536 events kept, default 4096; the oldest are dropped beyond it.
+        classes: Which calls: file (handles, FCBs, rename, attributes, IOCTL), directory
+        (drive, folders, find), program (exec, exits, return code), memory (allocate,
+        free, resize, strategy); default all.
+        path_contains: Keep only calls naming a path, file, device or found name
+        containing this text (any case).
+        data_bytes: 0..4096, default 64: the first bytes of each read and write kept as
+        data_base64 (capacity x data_bytes at most 16 MiB)."""
+        params = {}
+        if capacity is not None:
+            params['capacity'] = encode(capacity, ('union', ('int', 'str')))
+        if classes is not None:
+            params['classes'] = encode(classes, ('list', 'str'))
+        if path_contains is not None:
+            params['path_contains'] = encode(path_contains, 'str')
+        if data_bytes is not None:
+            params['data_bytes'] = encode(data_bytes, ('union', ('int', 'str')))
+        result = self._client.call('dos.trace.start', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['dos.trace.start'], 'dos.trace.start')
+
+    def trace_stop(self, *, rpc_timeout: float | None = None) -> M.DosTraceStartResult:
+        """``dos.trace.stop``: Stop the DOS call recorder; the retained events stay readable.
+
+        Stopping a stopped trace returns the same; before any dos.trace.start:
+        PRECONDITION_FAILED."""
+        params = {}
+        result = self._client.call('dos.trace.stop', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['dos.trace.stop'], 'dos.trace.stop')
 
 
 class EmulatorMethods(_Group):
@@ -411,11 +497,16 @@ class SessionMethods(_Group):
         result = self._client.call('session.status', params, rpc_timeout)
         return decode(result, RESULT_SPECS['session.status'], 'session.status')
 
-    def stop(self, *, session_id: str | None = None, rpc_timeout: float | None = None) -> M.SessionStopResult:
-        """``session.stop``: End the session's program (as Ctrl-Break would); execution.wait on the operation reports its program_exit stop."""
+    def stop(self, *, session_id: str | None = None, graceful_timeout_ms: int | str | None = None, rpc_timeout: float | None = None) -> M.SessionStopResult:
+        """``session.stop``: End the session's program: at once (as Ctrl-Break would, forced), or with graceful_timeout_ms by typing Ctrl-Break and running until it ends or that much emulated time passes (then forced); execution.wait on the operation reports its program_exit stop (forced true/false, exit_code).
+
+        graceful_timeout_ms: 0..60000 emulated milliseconds the program gets to end
+        after a typed Ctrl-Break (0 or absent: end it at once)"""
         params = {}
         if session_id is not None:
             params['session_id'] = encode(session_id, 'str')
+        if graceful_timeout_ms is not None:
+            params['graceful_timeout_ms'] = encode(graceful_timeout_ms, ('union', ('int', 'str')))
         result = self._client.call('session.stop', params, rpc_timeout)
         return decode(result, RESULT_SPECS['session.stop'], 'session.stop')
 
@@ -558,8 +649,12 @@ RESULT_SPECS = {
     'checkpoints.delete': ('model', 'CheckpointsDeleteResult'),
     'checkpoints.list': ('model', 'CheckpointsListResult'),
     'checkpoints.restore': ('model', 'CheckpointsRestoreResult'),
+    'debug.output.read': ('model', 'DebugOutputReadResult'),
     'dos.memory_map': ('model', 'DosMemoryMapResult'),
     'dos.status': ('model', 'DosStatusResult'),
+    'dos.trace.read': ('model', 'DosTraceReadResult'),
+    'dos.trace.start': ('model', 'DosTraceStartResult'),
+    'dos.trace.stop': ('model', 'DosTraceStartResult'),
     'emulator.info': ('model', 'AgentCapabilitiesResult'),
     'execution.continue': ('model', 'ExecutionContinueResult'),
     'execution.go': ('model', 'ExecutionContinueResult'),
@@ -610,13 +705,14 @@ class Client:
     after ``timeout`` seconds (per call: ``rpc_timeout=``) and
     ``TransportError`` when the connection fails; nothing is retried."""
 
-    METHODS = ('agent.capabilities', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'dos.memory_map', 'dos.status', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
+    METHODS = ('agent.capabilities', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
 
     def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT):
         self.transport = Transport(host, port, timeout)
         self.agent = AgentMethods(self)
         self.breakpoints = BreakpointsMethods(self)
         self.checkpoints = CheckpointsMethods(self)
+        self.debug = DebugMethods(self)
         self.dos = DosMethods(self)
         self.emulator = EmulatorMethods(self)
         self.execution = ExecutionMethods(self)

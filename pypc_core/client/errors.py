@@ -110,6 +110,12 @@ class SessionBusy(RpcError):
     reason = 'SESSION_BUSY'
 
 
+class SessionNotFound(RpcError):
+    """SESSION_NOT_FOUND: no session with that session_id (not pypc, not the current one), or session.stop without a started program."""
+
+    reason = 'SESSION_NOT_FOUND'
+
+
 class TargetExited(RpcError):
     """TARGET_EXITED: the session's program has exited (registers, memory and execution are gone; session.start runs another)."""
 
@@ -168,6 +174,7 @@ REASONS = {
     'UNSUPPORTED': Unsupported,
     'INTERNAL_ERROR': InternalError,
     'SESSION_BUSY': SessionBusy,
+    'SESSION_NOT_FOUND': SessionNotFound,
     'TARGET_EXITED': TargetExited,
     'REQUEST_ID_CONFLICT': RequestIdConflict,
     'PROGRAM_NOT_FOUND': ProgramNotFound,

@@ -847,6 +847,50 @@ class CheckpointsRestoreResult(Model):
 MODELS['CheckpointsRestoreResult'] = CheckpointsRestoreResult
 
 @attrs.define(kw_only=True)
+class DebugOutputReadResult(Model):
+    """Part of the result of debug.output.read."""
+
+    records: list[DebugOutputReadResultRecord]
+    next_cursor: str
+    has_more: bool
+    first_available_sequence: int
+    dropped_record_count: int
+    capacity: int
+
+    _pypc_fields = (
+        ('records', 'records', ('list', ('model', 'DebugOutputReadResultRecord')), True),
+        ('next_cursor', 'next_cursor', 'str', True),
+        ('has_more', 'has_more', 'bool', True),
+        ('first_available_sequence', 'first_available_sequence', 'int', True),
+        ('dropped_record_count', 'dropped_record_count', 'int', True),
+        ('capacity', 'capacity', 'int', True),
+    )
+
+MODELS['DebugOutputReadResult'] = DebugOutputReadResult
+
+@attrs.define(kw_only=True)
+class DebugOutputReadResultRecord(Model):
+    """Part of the result of debug.output.read."""
+
+    sequence: int
+    timestamp: int
+    clock: int
+    level: str
+    source: str
+    message: str
+
+    _pypc_fields = (
+        ('sequence', 'sequence', 'int', True),
+        ('timestamp', 'timestamp', 'int', True),
+        ('clock', 'clock', 'int', True),
+        ('level', 'level', 'str', True),
+        ('source', 'source', 'str', True),
+        ('message', 'message', 'str', True),
+    )
+
+MODELS['DebugOutputReadResultRecord'] = DebugOutputReadResultRecord
+
+@attrs.define(kw_only=True)
 class DosMemoryMapResult(Model):
     """Part of the result of dos.memory_map."""
 
@@ -905,6 +949,287 @@ class DosStatusResult(Model):
     )
 
 MODELS['DosStatusResult'] = DosStatusResult
+
+@attrs.define(kw_only=True)
+class DosTraceReadResult(Model):
+    """Part of the result of dos.trace.read."""
+
+    active: bool
+    capacity: int
+    dropped_event_count: int
+    first_available_sequence: int
+    event_count: int
+    classes: list[str]
+    data_bytes: int
+    path_contains: str | None = None
+    events: list[DosTraceReadResultEvent]
+    next_cursor: str | None
+
+    _pypc_fields = (
+        ('active', 'active', 'bool', True),
+        ('capacity', 'capacity', 'int', True),
+        ('dropped_event_count', 'dropped_event_count', 'int', True),
+        ('first_available_sequence', 'first_available_sequence', 'int', True),
+        ('event_count', 'event_count', 'int', True),
+        ('classes', 'classes', ('list', 'str'), True),
+        ('data_bytes', 'data_bytes', 'int', True),
+        ('path_contains', 'path_contains', 'str', False),
+        ('events', 'events', ('list', ('model', 'DosTraceReadResultEvent')), True),
+        ('next_cursor', 'next_cursor', ('optional', 'str'), True),
+    )
+
+MODELS['DosTraceReadResult'] = DosTraceReadResult
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEvent(Model):
+    """Part of the result of dos.trace.read."""
+
+    sequence: int
+    clock: int
+    emulated_time: int
+    psp: int
+    address: SegmentedAddress | None = None
+    return_address: SegmentedAddress
+    interrupt: int
+    function: int | None = None
+    name: str
+    class_: str
+    args: DosTraceReadResultEventArgs
+    result: DosTraceReadResultEventResult
+
+    _pypc_fields = (
+        ('sequence', 'sequence', 'int', True),
+        ('clock', 'clock', 'int', True),
+        ('emulated_time', 'emulated_time', 'int', True),
+        ('psp', 'psp', 'int', True),
+        ('address', 'address', ('model', 'SegmentedAddress'), False),
+        ('return_address', 'return_address', ('model', 'SegmentedAddress'), True),
+        ('interrupt', 'interrupt', 'int', True),
+        ('function', 'function', 'int', False),
+        ('name', 'name', 'str', True),
+        ('class', 'class_', 'str', True),
+        ('args', 'args', ('model', 'DosTraceReadResultEventArgs'), True),
+        ('result', 'result', ('model', 'DosTraceReadResultEventResult'), True),
+    )
+
+MODELS['DosTraceReadResultEvent'] = DosTraceReadResultEvent
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEventArgs(Model):
+    """The arguments as the guest gave them; host_path (new_host_path) is the host file a path resolves to on its mount, device a device name."""
+
+    path: str | None = None
+    host_path: str | None = None
+    device: str | None = None
+    file_name: str | None = None
+    new_path: str | None = None
+    new_host_path: str | None = None
+    new_device: str | None = None
+    host_folder: str | None = None
+    handle: int | None = None
+    new_handle: int | None = None
+    byte_count: int | None = None
+    buffer: SegmentedAddress | None = None
+    origin: str | None = None
+    offset: int | None = None
+    mode: int | None = None
+    access: str | None = None
+    action: int | None = None
+    attributes: int | None = None
+    subfunction: int | None = None
+    drive: int | None = None
+    time: int | None = None
+    date: int | None = None
+    count: int | None = None
+    address: SegmentedAddress | None = None
+    fcb: DosTraceReadResultEventArgsFcb | None = None
+    new_fcb_name: str | None = None
+    command_tail: str | None = None
+    environment: int | None = None
+    load_segment: int | None = None
+    relocation_factor: int | None = None
+    exit_code: int | None = None
+    paragraphs: int | None = None
+    segment: int | None = None
+    strategy: int | None = None
+    parent_psp: int | None = None
+
+    _pypc_fields = (
+        ('path', 'path', 'str', False),
+        ('host_path', 'host_path', 'str', False),
+        ('device', 'device', 'str', False),
+        ('file_name', 'file_name', 'str', False),
+        ('new_path', 'new_path', 'str', False),
+        ('new_host_path', 'new_host_path', 'str', False),
+        ('new_device', 'new_device', 'str', False),
+        ('host_folder', 'host_folder', 'str', False),
+        ('handle', 'handle', 'int', False),
+        ('new_handle', 'new_handle', 'int', False),
+        ('byte_count', 'byte_count', 'int', False),
+        ('buffer', 'buffer', ('model', 'SegmentedAddress'), False),
+        ('origin', 'origin', 'str', False),
+        ('offset', 'offset', 'int', False),
+        ('mode', 'mode', 'int', False),
+        ('access', 'access', 'str', False),
+        ('action', 'action', 'int', False),
+        ('attributes', 'attributes', 'int', False),
+        ('subfunction', 'subfunction', 'int', False),
+        ('drive', 'drive', 'int', False),
+        ('time', 'time', 'int', False),
+        ('date', 'date', 'int', False),
+        ('count', 'count', 'int', False),
+        ('address', 'address', ('model', 'SegmentedAddress'), False),
+        ('fcb', 'fcb', ('model', 'DosTraceReadResultEventArgsFcb'), False),
+        ('new_fcb_name', 'new_fcb_name', 'str', False),
+        ('command_tail', 'command_tail', 'str', False),
+        ('environment', 'environment', 'int', False),
+        ('load_segment', 'load_segment', 'int', False),
+        ('relocation_factor', 'relocation_factor', 'int', False),
+        ('exit_code', 'exit_code', 'int', False),
+        ('paragraphs', 'paragraphs', 'int', False),
+        ('segment', 'segment', 'int', False),
+        ('strategy', 'strategy', 'int', False),
+        ('parent_psp', 'parent_psp', 'int', False),
+    )
+
+MODELS['DosTraceReadResultEventArgs'] = DosTraceReadResultEventArgs
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEventArgsFcb(Model):
+    """Part of the result of dos.trace.read."""
+
+    address: int
+    extended: bool
+    attributes: int | None = None
+    drive: int
+    name: str
+
+    _pypc_fields = (
+        ('address', 'address', 'int', True),
+        ('extended', 'extended', 'bool', True),
+        ('attributes', 'attributes', 'int', False),
+        ('drive', 'drive', 'int', True),
+        ('name', 'name', 'str', True),
+    )
+
+MODELS['DosTraceReadResultEventArgsFcb'] = DosTraceReadResultEventArgsFcb
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEventResult(Model):
+    """ok, or error {code, name} (CF=1, AX); not_provided when the built-in DOS lacks the function; the values the call returned."""
+
+    ok: bool
+    error: DosTraceReadResultEventResultError | None = None
+    not_provided: bool | None = None
+    ctrl_c: bool | None = None
+    handle: int | None = None
+    byte_count: int | None = None
+    data: bytes | None = None
+    position: int | None = None
+    attributes: int | None = None
+    info: int | None = None
+    time: int | None = None
+    date: int | None = None
+    path: str | None = None
+    found: DosTraceReadResultEventResultFound | None = None
+    child_psp: int | None = None
+    entry: SegmentedAddress | None = None
+    exit_code: int | None = None
+    exit_type: int | None = None
+    drive: int | None = None
+    drive_count: int | None = None
+    segment: int | None = None
+    strategy: int | None = None
+    largest_paragraphs: int | None = None
+
+    _pypc_fields = (
+        ('ok', 'ok', 'bool', True),
+        ('error', 'error', ('model', 'DosTraceReadResultEventResultError'), False),
+        ('not_provided', 'not_provided', 'bool', False),
+        ('ctrl_c', 'ctrl_c', 'bool', False),
+        ('handle', 'handle', 'int', False),
+        ('byte_count', 'byte_count', 'int', False),
+        ('data_base64', 'data', 'bytes', False),
+        ('position', 'position', 'int', False),
+        ('attributes', 'attributes', 'int', False),
+        ('info', 'info', 'int', False),
+        ('time', 'time', 'int', False),
+        ('date', 'date', 'int', False),
+        ('path', 'path', 'str', False),
+        ('found', 'found', ('model', 'DosTraceReadResultEventResultFound'), False),
+        ('child_psp', 'child_psp', 'int', False),
+        ('entry', 'entry', ('model', 'SegmentedAddress'), False),
+        ('exit_code', 'exit_code', 'int', False),
+        ('exit_type', 'exit_type', 'int', False),
+        ('drive', 'drive', 'int', False),
+        ('drive_count', 'drive_count', 'int', False),
+        ('segment', 'segment', 'int', False),
+        ('strategy', 'strategy', 'int', False),
+        ('largest_paragraphs', 'largest_paragraphs', 'int', False),
+    )
+    _pypc_consts = {'not_provided': True, 'ctrl_c': True}
+
+MODELS['DosTraceReadResultEventResult'] = DosTraceReadResultEventResult
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEventResultError(Model):
+    """Part of the result of dos.trace.read."""
+
+    code: int
+    name: str
+
+    _pypc_fields = (
+        ('code', 'code', 'int', True),
+        ('name', 'name', 'str', True),
+    )
+
+MODELS['DosTraceReadResultEventResultError'] = DosTraceReadResultEventResultError
+
+@attrs.define(kw_only=True)
+class DosTraceReadResultEventResultFound(Model):
+    """Part of the result of dos.trace.read."""
+
+    name: str
+    attributes: int
+    size: int
+    time: int
+    date: int
+
+    _pypc_fields = (
+        ('name', 'name', 'str', True),
+        ('attributes', 'attributes', 'int', True),
+        ('size', 'size', 'int', True),
+        ('time', 'time', 'int', True),
+        ('date', 'date', 'int', True),
+    )
+
+MODELS['DosTraceReadResultEventResultFound'] = DosTraceReadResultEventResultFound
+
+@attrs.define(kw_only=True)
+class DosTraceStartResult(Model):
+    """Part of the result of dos.trace.start."""
+
+    active: bool
+    capacity: int
+    dropped_event_count: int
+    first_available_sequence: int
+    event_count: int
+    classes: list[str]
+    data_bytes: int
+    path_contains: str | None = None
+
+    _pypc_fields = (
+        ('active', 'active', 'bool', True),
+        ('capacity', 'capacity', 'int', True),
+        ('dropped_event_count', 'dropped_event_count', 'int', True),
+        ('first_available_sequence', 'first_available_sequence', 'int', True),
+        ('event_count', 'event_count', 'int', True),
+        ('classes', 'classes', ('list', 'str'), True),
+        ('data_bytes', 'data_bytes', 'int', True),
+        ('path_contains', 'path_contains', 'str', False),
+    )
+
+MODELS['DosTraceStartResult'] = DosTraceStartResult
 
 @attrs.define(kw_only=True)
 class ExecutionContinueResult(Model):
@@ -1464,11 +1789,13 @@ class SessionStopResult(Model):
 
     session_id: str
     operation_id: str
+    state: str
     state_revision: int
 
     _pypc_fields = (
         ('session_id', 'session_id', 'str', True),
         ('operation_id', 'operation_id', 'str', True),
+        ('state', 'state', 'str', True),
         ('state_revision', 'state_revision', 'int', True),
     )
 
