@@ -253,12 +253,14 @@ def test_negotiation(rig_factory):
         assert (WILL, OPT_SGA) in tn.options
         assert (WILL, OPT_BINARY) in tn.options
         assert (DO, OPT_SGA) in tn.options
+        assert (DO, 31) in tn.options           # NAWS: the window size, asked for
         offered = len(tn.options)
         # agreeing changes nothing (no loops); an unknown option is refused
+        # (32: terminal speed)
         tn.send(bytes((IAC, DO, OPT_ECHO, IAC, DO, OPT_SGA, IAC, WILL, OPT_SGA,
-                       IAC, DO, 24, IAC, WILL, 31)))
+                       IAC, DO, 24, IAC, WILL, 32)))
         tn.read(None, 0.5)
-        assert tn.options[offered:] == [(WONT, 24), (DONT, 31)]
+        assert tn.options[offered:] == [(WONT, 24), (DONT, 32)]
     finally:
         tn.close()
 
