@@ -384,6 +384,18 @@ def r_hardware_trace_stop(c, fx, tmp):
     c.hardware.trace_stop()
 
 
+def r_debug_output_read(c, fx, tmp):
+    fx.machine.note("warning", "a note for the client")       # (allowed while running)
+    out = c.debug.output_read(min_level="warning", sources=["machine"], limit=16)
+    note = out.records[-1]
+    assert (note.message, note.level, note.source) == ("a note for the client", "warning",
+                                                       "machine")
+    assert out.next_cursor == f"debug-{note.sequence}" and out.capacity == 4096
+    again = c.debug.output_read(cursor=out.next_cursor, min_level="warning",
+                                sources=["machine"])
+    assert again.records == [] and again.next_cursor == out.next_cursor
+
+
 def program_uart(c):
     for port, value in ((0x3FB, 0x80), (0x3F8, 12), (0x3F9, 0), (0x3FB, 0x03)):
         c.io.write(port=port, value=value)
