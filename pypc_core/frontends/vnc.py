@@ -19,8 +19,8 @@
   (ZRLE's CPIXEL is then the whole PIXEL).  A format that is still invalid
   (another pixel size, maxima or shifts that do not fit, a colour-map depth
   outside 1..bpp) closes the connection, since RFB cannot say why after the
-  handshake; the reason is kept in ``VncServer.refusals`` and logged
-  (``pypc.vnc``, INFO).
+  handshake; the reason is kept in ``VncServer.refusals`` and noted in
+  the machine's diagnostics ring (warning, source ``vnc``).
 * Incremental updates carry only the 16x16 tiles that changed since what
   this client was last sent, merged into rectangles.  A new display epoch
   (``machine.display_epoch``: a snapshot was restored) sends the whole frame.
@@ -28,12 +28,13 @@
   server (``--no-rpc``); pointer events and cut text are read and ignored.
 
 Each client has a reader thread (client messages) and a writer thread
-(updates); both only talk to :class:`~pypc_core.frontends.display.Display`,
-so a client that vanishes mid-frame ends its own threads and nothing else.
+(updates); both only talk to :class:`~pypc_core.frontends.display.Display`
+(and, for a refused format, to the machine's diagnostics ring, which is
+safe from any thread), so a client that vanishes mid-frame ends its own
+threads and nothing else.
 """
 
 import collections
-import logging
 import socket
 import struct
 import threading
@@ -45,8 +46,6 @@ import numpy as np
 from .. import scancodes
 from .display import Snapshot
 from .listener import ViewerServer
-
-log = logging.getLogger("pypc.vnc")
 
 ENC_RAW = 0
 ENC_ZRLE = 16
@@ -689,8 +688,12 @@ class VncServer(ViewerServer):
     def refuse(self, session, reason):
         """A client's SetPixelFormat cannot be served.  RFB has no message
         that says so after the handshake, so its connection is closed; the
-        reason is kept in :attr:`refusals` and logged (logger ``pypc.vnc``,
-        level INFO: viewer threads never write to the terminal, which the
-        live view may own)."""
+        reason is kept in :attr:`refusals` and written to the machine's
+        diagnostics ring (``Machine.diagnostics``: level warning, source
+        ``vnc``; the ring is host-side and safe from any thread).  Nothing
+        is printed: the live view may own the terminal."""
         self.refusals.append((session.peer, reason))
-        log.info("VNC viewer %s: %s; connection closed", session.peer, reason)
+        ring = getattr(self.display.machine, "diagnostics", None)
+        if ring is not None:
+            ring.add("warning", f"VNC viewer {session.peer}: {reason}; connection "
+                     "closed (RFB cannot tell the viewer why)", "vnc")
