@@ -76,7 +76,7 @@ def test_params_must_be_an_object(c):
 
 
 def test_unknown_method_is_32601(c):
-    err = c.error("debug.output.read", {"cursor": None})        # deferred in the contract
+    err = c.error("debug.output.clear", {"cursor": None})       # no such method
     assert err["code"] == -32601 and err["data"]["reason"] == "METHOD_NOT_FOUND"
     err = c.error("debugger.execute_command")
     assert err["code"] == -32601
