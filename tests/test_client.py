@@ -514,6 +514,50 @@ def r_session_stop(c, fx, tmp):
     _own_session(c, tmp, stop=True)
 
 
+def _dos_trace(c, tmp, method):
+    """dos.trace.* on a server of its own (they need the built-in DOS):
+    tests/guest/dos/dostrace.asm run to its end under a trace."""
+    from guest import dos as progs
+    shutil.copy(progs.path("dostrace"), tmp / "DOSTRACE.COM")
+    shutil.copy(progs.path("child"), tmp / "CHILD.COM")
+    f = RpcFixture(plugins=["cga"])
+    try:
+        with Recorder(f.port) as own:
+            with pytest.raises(Unsupported):            # no built-in DOS before the start
+                own.dos.trace_start()
+            own.session.start(target={"command": "DOSTRACE.COM", "arguments": []},
+                              mounts=[{"drive": "C", "host_path": str(tmp)}])
+            meta = own.dos.trace_start(capacity=64, classes=["all"], data_bytes=8)
+            assert meta.active is True and meta.capacity == 64
+            op = own.execution.continue_()
+            own.execution.wait(operation_id=op.operation_id, timeout_ms=60000)
+            if method == "read":
+                out = own.dos.trace_read(cursor=None, limit=64)
+                names = [e.name for e in out.events]
+                assert names[:3] == ["resize", "create", "write"] and names[-1] == "exit"
+                assert out.events[2].result.data == b"01234567"          # data_base64
+                assert out.events[2].class_ == "file"
+            assert own.dos.trace_stop().active is False
+            c.raw.extend(own.raw)
+    finally:
+        session = f.controller.session
+        f.close()
+        if session is not None:
+            session.dos_session.close()
+
+
+def r_dos_trace_start(c, fx, tmp):
+    _dos_trace(c, tmp, "start")
+
+
+def r_dos_trace_read(c, fx, tmp):
+    _dos_trace(c, tmp, "read")
+
+
+def r_dos_trace_stop(c, fx, tmp):
+    _dos_trace(c, tmp, "stop")
+
+
 def recipe_for(method):
     return globals().get("r_" + method.replace(".", "_"))
 

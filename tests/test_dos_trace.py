@@ -418,3 +418,84 @@ def test_the_recorder_in_process_refuses_bad_settings(tmp_path):
             DosTrace(FakeDos(), **kwargs)
     rec = DosTrace(FakeDos(), classes=("memory", "file"))
     assert rec.classes == ("file", "memory")
+
+
+def run_traced(folder, program, typed=None, **settings):
+    """Run ``program`` (C:\\NAME on ``folder``) in-process with a DosTrace
+    from its first instruction; ``typed`` is typed once it waits for a key."""
+    from pypc_core.dos import DosConfig
+    from pypc_core.machine import CPU_HZ, Machine, MachineConfig
+    m = Machine(MachineConfig(plugins=["cga"], dos=DosConfig(drives={"C": str(folder)},
+                                                            program=program)))
+    try:
+        rec = DosTrace(m.dos, **settings)
+        rec.start()
+        end = m.clock() + 20 * CPU_HZ
+        while not m.dos.exited and m.clock() < end:
+            if typed and m.waiting_for_key():
+                m.type_text(typed)
+                typed = None
+            m.run_for(CPU_HZ // 50)
+        assert m.dos.exited
+        return list(rec.events), m.dos.exit_code
+    finally:
+        m.close()
+
+
+# mov ah,3Fh / xor bx,bx / mov cx,10 / mov dx,0200h / int 21h / mov ax,4C00h / int 21h
+READ_CON = bytes([0xB4, 0x3F, 0x31, 0xDB, 0xB9, 0x0A, 0x00, 0xBA, 0x00, 0x02, 0xCD, 0x21,
+                  0xB8, 0x00, 0x4C, 0xCD, 0x21])
+
+
+def test_a_read_that_waits_for_keys_is_recorded_once_when_it_completes(tmp_path):
+    (tmp_path / "READ.COM").write_bytes(READ_CON)
+    events, code = run_traced(tmp_path, "C:\\READ.COM", typed="abc\r")
+    assert code == 0
+    assert [(e["name"], e["args"], e["result"]) for e in events] == [
+        ("read", {"handle": 0, "device": "CON", "byte_count": 10,
+                  "buffer": {"space": "segmented", "segment": events[0]["psp"],
+                             "offset": 0x200}},
+         {"ok": True, "byte_count": 5, "data_base64": b64(b"abc\r\n")}),
+        ("exit", {"exit_code": 0, "parent_psp": 0x60}, {"ok": True})]
+    assert events[0]["address"]["offset"] == 0x10A
+
+
+def test_ctrl_c_at_a_read_and_the_other_program_ends(tmp_path):
+    (tmp_path / "READ.COM").write_bytes(READ_CON)
+    events, code = run_traced(tmp_path, "C:\\READ.COM", typed="\x03")
+    assert code == 0
+    assert [(e["name"], e["result"]) for e in events] == [
+        ("read", {"ok": False, "ctrl_c": True})]       # the default INT 23h ended it
+
+    # mov dx,0200h / int 27h: resident, 20h paragraphs
+    (tmp_path / "TSR.COM").write_bytes(bytes([0xBA, 0x00, 0x02, 0xCD, 0x27]))
+    events, _ = run_traced(tmp_path, "C:\\TSR.COM")
+    assert len(events) == 1
+    e = events[0]
+    assert (e["interrupt"], e["name"], e["class"], e["args"], e["result"]) == (
+        0x27, "keep", "program", {"exit_code": 0, "paragraphs": 0x20, "parent_psp": 0x60},
+        {"ok": True})
+    assert "function" not in e and e["address"]["offset"] == 0x103
+
+    (tmp_path / "END.COM").write_bytes(bytes([0x90, 0xCD, 0x20]))      # nop / int 20h
+    events, _ = run_traced(tmp_path, "C:\\END.COM", classes=("program",))
+    assert [(e["interrupt"], e["name"], e["address"]["offset"]) for e in events] == [
+        (0x20, "terminate", 0x101)]
+    events, _ = run_traced(tmp_path, "C:\\END.COM", classes=("file", "memory"))
+    assert events == []
+
+
+def test_a_snapshot_import_drops_the_trace(srv, workdir, tmp_path):
+    c = srv.client()
+    start_session(c, workdir)
+    rev = c.call("session.status")["state_revision"]
+    out = c.call("machine.snapshot.export", {"path": str(tmp_path / "m.zip"),
+                                             "expected_state_revision": rev})
+    c.call("dos.trace.start")
+    rev = c.call("session.status")["state_revision"]
+    c.call("machine.snapshot.import", {"path": out["path"], "disk_root": str(tmp_path / "d"),
+                                       "expected_sha256": out["sha256"],
+                                       "expected_state_revision": rev})
+    assert srv.controller.machine.dos.tracer is None
+    assert c.error("dos.trace.read")["data"]["reason"] == "PRECONDITION_FAILED"
+    assert run_to_exit(c)["exit_code"] == 7         # the program runs on, untraced

@@ -240,6 +240,7 @@ PARAM_ONLY_DEFS = {"number", "address", "address_object", "video_selection",
 # where the contract itself says null
 NULLABLE = {("session.status", "/properties/last_stop/anyOf/1"),
             ("hardware.trace.read", "/properties/next_cursor/anyOf/1"),
+            ("dos.trace.read", "/properties/next_cursor/anyOf/1"),
             ("video.history.read", "/properties/next_cursor/anyOf/1")}
 
 

@@ -29,6 +29,7 @@ import base64
 import collections
 import logging
 
+from ..cpu import state as S
 from ..firmware.memio import linear
 from .errors import DosError
 from .hostfs import device_name
@@ -125,6 +126,23 @@ _FCB = (0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x21, 0x22, 0x23, 
 _IOCTL_HANDLE = (0x00, 0x01, 0x02, 0x03, 0x06, 0x07, 0x0A, 0x0C, 0x10)
 
 
+class _Snap:
+    """The registers at a call, read once (``Registers`` reads the array on
+    every attribute)."""
+
+    __slots__ = ("ax", "cx", "dx", "bx", "sp", "bp", "si", "di", "es", "cs", "ss", "ds")
+    assert [S.REG_INDEX[n] for n in __slots__] == list(range(12))
+
+    def __init__(self, regs):
+        (self.ax, self.cx, self.dx, self.bx, self.sp, self.bp, self.si, self.di,
+         self.es, self.cs, self.ss, self.ds) = regs[:12].tolist()
+
+    ah = property(lambda self: self.ax >> 8)
+    al = property(lambda self: self.ax & 0xFF)
+    bl = property(lambda self: self.bx & 0xFF)
+    dl = property(lambda self: self.dx & 0xFF)
+
+
 class TraceConfigError(ValueError):
     """A recorder setting out of range (``field`` names it; ``limit`` is
     set when a bound, not a form, was broken)."""
@@ -213,17 +231,18 @@ class DosTrace:
         """Run ``service(r)`` (the DOS's trap ``name``) and record it when it
         is a call this recorder wants.  Returns what the service returned."""
         if name == "int21":
-            spec = self._functions.get(r.ah)
+            ah = int(r.regs[S.AX]) >> 8
+            spec = self._functions.get(ah)
             if spec is None:
                 return service(r)
-            interrupt, function, fname, fclass = 0x21, r.ah, spec[0], spec[1]
+            interrupt, function, fname, fclass = 0x21, ah, spec[0], spec[1]
         else:
             trap = self._traps.get(name)
             if trap is None:
                 return service(r)
             interrupt, function, fname, fclass = trap[0], None, trap[1], "program"
         try:
-            event = self._before(r, interrupt, function, fname, fclass)
+            event = self._before(_Snap(r.regs), interrupt, function, fname, fclass)
         except Exception:                       # a recorder bug must never fail the call
             self._report_failure()
             return service(r)
