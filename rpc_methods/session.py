@@ -168,7 +168,7 @@ def start(ctl, params):
     old = ctl.machine
     try:
         ds = DosSession(dos_path, arguments, mounts, plugins=list(old.config.plugins),
-                        memory_kib=old.config.memory_kib)
+                        memory_kib=old.config.memory_kib, debug_port=old.config.debug_port)
     except LoadError as exc:
         raise invalid(f"target.command {command!r}: {exc}", "BAD_EXECUTABLE",
                       field="target.command") from None

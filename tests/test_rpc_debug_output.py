@@ -208,9 +208,12 @@ def test_listed_in_capabilities_and_discover():
 
 
 def test_numbering_goes_on_across_session_start(tmp_path):
-    # mov ah, 6Ch; int 21h (a function the built-in DOS lacks); mov ax, 4C00h; int 21h
-    (tmp_path / "NOFN.COM").write_bytes(bytes.fromhex("B46C CD21 B8004C CD21"))
-    f = RpcFixture(plugins=["cga"])
+    # mov ah, 6Ch; int 21h (a function the built-in DOS lacks), then the text
+    # to port E9h and mov ax, 4C00h; int 21h
+    code = bytearray.fromhex("B46C CD21 BAE900 BE0000 AC 08C0 7403 EE EBF8 B8004C CD21")
+    code[8:10] = (0x100 + len(code)).to_bytes(2, "little")
+    (tmp_path / "NOFN.COM").write_bytes(bytes(code) + b"in the session\n\x00")
+    f = RpcFixture(plugins=["cga"], debug_port=0xE9)
     try:
         c = f.client()
         for i in range(3):
@@ -227,6 +230,8 @@ def test_numbering_goes_on_across_session_start(tmp_path):
         assert out["first_available_sequence"] == 4 and out["dropped_record_count"] == 3
         dos = [r for r in out["records"] if r["source"] == "dos"]
         assert len(dos) == 1 and "6Ch" in dos[0]["message"] and dos[0]["level"] == "warning"
+        guest = [(r["source"], r["message"]) for r in out["records"] if r["source"] == "guest"]
+        assert guest == [("guest", "in the session")]   # the session's machine has the console
         assert all(r["sequence"] >= 4 for r in out["records"])
         assert c.error("debug.output.read", {"cursor": "debug-2"})["data"]["reason"] \
             == "CURSOR_EXPIRED"

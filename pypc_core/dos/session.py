@@ -51,10 +51,12 @@ class DosSession:
     input (missing, not a program, outside the mounts, corrupt header)
     raises PypcError before any machine exists."""
 
-    def __init__(self, program, arguments=(), mounts=None, plugins=("cga",), memory_kib=640):
+    def __init__(self, program, arguments=(), mounts=None, plugins=("cga",), memory_kib=640,
+                 debug_port=None):
         self.dos_config = prepare_program(program, list(arguments), dict(mounts or {}))
         self.plugins = list(plugins)
         self.memory_kib = memory_kib
+        self.debug_port = debug_port       # the guest debug console (pypc_core.debugcon)
         self.machine = None
         self.state = "created"
         self.last_stop = None
@@ -73,7 +75,7 @@ class DosSession:
         cfg = self.dos_config
         cfg.break_at_entry = True
         self.machine = Machine(MachineConfig(plugins=self.plugins, memory_kib=self.memory_kib,
-                                             dos=cfg))
+                                             dos=cfg, debug_port=self.debug_port))
         dos = self.machine.dos
         stop = self.machine.run_for(int(timeout_s * CPU_HZ))
         if stop.kind == "breakpoint" and dos.entry_breakpoint is not None \
