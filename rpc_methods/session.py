@@ -9,7 +9,10 @@ DosSession``), stopped on the program's first instruction (stop kind
 previous one is left alone; a previous session's machine is closed).  The
 session is ``ses-N``; CPU and hardware traces, video histories and
 retained video snapshots of the previous machine end with it.  Its program's end, on its own or forced by
-``session.stop``, is a ``program_exit`` stop with the exit code; after it,
+``session.stop``, is a ``program_exit`` stop with the exit code (and
+``forced`` when ``session.stop`` ended it: true at once or after its
+graceful timeout, false when the program ended on the Ctrl-Break a graceful
+stop typed); after it,
 methods that need a live program answer ``TARGET_EXITED`` until
 ``checkpoints.restore`` goes back before the end or ``session.start`` runs
 another program.  A second ``session.start`` while a program has not
@@ -19,7 +22,23 @@ Bad input is refused before any machine exists, with nothing written:
 ``PROGRAM_NOT_FOUND``, ``NOT_EXECUTABLE`` (not .COM/.EXE/.BAT),
 ``BAD_EXECUTABLE`` (a corrupt MZ header, too big), ``PATH_OUTSIDE_MOUNT``
 (``..`` above the mount's root, or a link leading out of it),
-``INVALID_PARAMS`` (a mount that is not a folder, a drive given twice)."""
+``INVALID_PARAMS`` (a mount that is not a folder, a drive given twice).
+
+An unknown ``session_id`` (not ``pypc``, not the current session: a
+previous session's id is unknown once another started) is
+``SESSION_NOT_FOUND``, as is ``session.stop`` without a started program.
+
+``session.stop`` with ``graceful_timeout_ms`` (1..60000) asks first, as a
+DOS user would: it types Ctrl-Break (Ctrl + Scroll Lock) through the
+keyboard's typist -- the BIOS calls INT 1Bh and leaves 0000h in its buffer,
+which the built-in DOS reads as Ctrl-C at the program's next console read
+and answers with INT 23h (the program's handler, or the DOS's, which ends
+the program) -- and lets the machine run until the program ends or the
+timeout passes in *emulated* time; then it is ended by force.  The stop is
+an operation like ``execution.continue``: the session is ``running``,
+``execution.pause`` or a breakpoint ends it (the program goes on living),
+and a stop requested while another operation runs rides on that operation
+(both end with the same stop)."""
 
 import os
 import re
@@ -28,14 +47,19 @@ from pypc_core import hookimpl
 from pypc_core.dos.errors import LoadError
 from pypc_core.dos.session import DosSession
 from pypc_core.errors import PypcError
+from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid
-from pypc_core.rpc.stops import segmented
+from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles, segmented
+from pypc_core.scancodes import BREAK, CTRL
 
 from .snapshot import _clear_journals
 
 SESSION_ID = "pypc"
 PROGRAM_EXTENSIONS = (".COM", ".EXE", ".BAT")
 START_SECONDS = 5.0             # emulated time the DOS gets to reach the entry point
+MAX_GRACEFUL_MS = 60000         # session.stop graceful_timeout_ms: 0..this (0 = at once)
+SCROLL_LOCK = 0x46
+CTRL_BREAK = [CTRL, SCROLL_LOCK, SCROLL_LOCK | BREAK, CTRL | BREAK]   # what the user presses
 
 
 class ProgramSession:
@@ -48,6 +72,15 @@ class ProgramSession:
         self.arguments = list(arguments)
         self.mounts = dict(mounts)
         self.exited = False
+        self.stopping = None            # the operation a graceful session.stop runs on
+        self.graceful_deadline = None   # ... and the emulated cycle it ends the program at
+
+    def exit_fields(self, ctl):
+        """Fields the controller adds to the program's ``program_exit`` stop:
+        ``forced: false`` when it ended during a graceful ``session.stop``."""
+        if self.stopping is not None and self.stopping is ctl.active:
+            return {"forced": False}
+        return {}
 
     @property
     def machine(self):
@@ -68,9 +101,9 @@ def _check_id(ctl, params, method):
     sid = params["session_id"]
     known = {SESSION_ID} | ({ctl.session.id} if ctl.session is not None else set())
     if sid not in known:
-        raise invalid(f"{method}: no session {sid!r} (the current one is "
-                      f"{ctl.session.id if ctl.session else SESSION_ID!r})", "NOT_FOUND",
-                      field="session_id", session_id=sid)
+        current = ctl.session.id if ctl.session is not None else SESSION_ID
+        raise invalid(f"{method}: no session {sid!r} (the current one is {current!r})",
+                      "SESSION_NOT_FOUND", field="session_id", session_id=sid)
 
 
 def status(ctl, params):
@@ -200,21 +233,73 @@ def start(ctl, params):
             "state_revision": ctl.revision}
 
 
+def _force(ctl, session):
+    """End the program now, as Ctrl-Break would (level by level back to the
+    DOS, whatever handlers it installed); returns its ``program_exit`` stop."""
+    session.stopping = None
+    session.dos_session.stop()
+    ctl.bump()
+    session.exited = True
+    return ctl.make_stop("program_exit", exit_code=session.exit_code, forced=True)
+
+
+def _graceful(ctl, session, timeout_ms):
+    """Type Ctrl-Break and run until the program ends or ``timeout_ms`` of
+    emulated time pass (then end it by force).  The operation that runs is
+    a new one, or the one already running (a continue, a run_until, an
+    earlier graceful stop): the stop's id then names that operation too."""
+    now = ctl.machine.clock()
+    deadline = ns_to_cycles(cycles_to_ns(now) + timeout_ms * 1_000_000)
+    running = ctl.active
+    if running is None:
+        op = ctl.new_operation("stop")
+        op.start, op.requested_ns = now, timeout_ms * 1_000_000
+        target = op
+    else:
+        op = ctl.new_operation("stop")
+        ctl.operations[op.id] = running     # one operation under two ids
+        target = running
+    own_deadline = target.deadline          # a run_until's emulated-time limit
+    if session.stopping is target:
+        deadline = min(deadline, session.graceful_deadline)    # never later than asked
+    else:
+        ctl.machine.press_keys(CTRL_BREAK)
+        ctl.bump()
+
+    def on_deadline(o):
+        if ctl.machine.clock() >= deadline:
+            return _force(ctl, session)
+        return ctl._deadline_stop(o)        # the run_until's own limit came first
+
+    target.deadline = deadline if own_deadline is None else min(own_deadline, deadline)
+    target.on_deadline = on_deadline
+    session.stopping = target
+    session.graceful_deadline = deadline
+    if running is None:
+        ctl.resume(target)
+    return op
+
+
 def stop(ctl, params):
     _check_id(ctl, params, "session.stop")
+    timeout_ms = 0
+    if "graceful_timeout_ms" in params:
+        timeout_ms = P.number(params["graceful_timeout_ms"], "graceful_timeout_ms", 0,
+                              MAX_GRACEFUL_MS)
     session = ctl.session
     if session is None:
         raise invalid("session.stop: no program session (session.start starts one)",
-                      "NOT_FOUND", session_id=SESSION_ID)
+                      "SESSION_NOT_FOUND", session_id=SESSION_ID)
+    if not session.exited and timeout_ms:
+        op = _graceful(ctl, session, timeout_ms)
+        return {"session_id": session.id, "operation_id": op.id, "state": "running",
+                "state_revision": ctl.revision}
     op = ctl.new_operation("stop")
     if not session.exited:
-        session.dos_session.stop()          # the program ends as on Ctrl-Break
-        ctl.bump()
-        session.exited = True
-        ctl.stop_now(ctl.make_stop("program_exit", exit_code=session.exit_code,
-                                   forced=True))
+        ctl.stop_now(_force(ctl, session))  # an active operation ends with this stop too
     op.stop = ctl.last_stop
-    return {"session_id": session.id, "operation_id": op.id, "state_revision": ctl.revision}
+    return {"session_id": session.id, "operation_id": op.id, "state": "exited",
+            "state_revision": ctl.revision}
 
 
 @hookimpl

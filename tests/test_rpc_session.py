@@ -222,7 +222,7 @@ def test_a_second_start_is_busy_and_leaves_the_first_untouched(srv, workdir):
     assert second["session_id"] == "ses-2"
     assert second["state_revision"] > status["state_revision"]
     err = c.error("session.status", {"session_id": "ses-1"})
-    assert err["data"]["reason"] == "NOT_FOUND"
+    assert err["data"]["reason"] == "SESSION_NOT_FOUND"
 
 
 def test_checkpoints_restore_exactly(srv, workdir):
@@ -351,7 +351,7 @@ def test_bad_input_is_refused_and_changes_nothing(srv, workdir, tmp_path):
     assert srv.controller.session is None
     assert tree(tmp_path) == before_files
     err = c.error("session.stop")
-    assert err["data"]["reason"] == "NOT_FOUND"
+    assert err["data"]["reason"] == "SESSION_NOT_FOUND"
 
 
 def test_the_session_methods_are_listed_as_extensions(srv):

@@ -203,8 +203,8 @@ class DosSession:
     def stop(self):
         """End the program (as a Ctrl-Break would, level by level, back to
         the DOS) unless it has ended; returns the ``program_exit`` stop."""
-        if self.state == "exited":
-            return dict(self.last_stop)
+        if self.state == "exited" and (self.machine is None or self.machine.dos.exited):
+            return dict(self.last_stop)     # (a machine restored to before the end goes on)
         if self.machine is None or self.state == "failed":
             self.state = "exited"
             self.last_stop = {"kind": "program_exit", "exit_code": None, "forced": True}

@@ -31,6 +31,8 @@ REASONS = {
                    "state.observe does not copy (a device's handler window)",
     "INTERNAL_ERROR": "the handler failed (a bug: please report it)",
     "SESSION_BUSY": "session.start while a started program has not exited",
+    "SESSION_NOT_FOUND": "no session with that session_id (not pypc, not the current one), "
+                         "or session.stop without a started program",
     "TARGET_EXITED": "the session's program has exited (registers, memory and "
                      "execution are gone; session.start runs another)",
     "REQUEST_ID_CONFLICT": "a request_id seen before with another method or params",
