@@ -29,7 +29,8 @@ import time
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
 from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
-from .stops import check_at_boundary, contract_stop, cycles_to_ns
+from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
+                    resumes_breakpoint_stop)
 
 MAX_OPERATIONS = 256
 MAX_REQUEST_IDS = 1024          # completed request_id results kept (the contract's 5.3)
@@ -190,10 +191,12 @@ class Controller:
 
     def resume(self, op):
         """Start running for ``op`` (continue / run_until)."""
+        # resuming from an execution/INT breakpoint's stop lets that breakpoint
+        # through once; after any other stop one at CS:IP is judged first
+        self.at_slice_boundary = not resumes_breakpoint_stop(self)
         self.active = op
         self.running = True
         self.last_stop = None
-        self.at_slice_boundary = False      # resuming lets the stop's breakpoint through
 
     def stop_now(self, stop):
         """The machine stops (pause, breakpoint, predicate, step done):
@@ -375,11 +378,16 @@ class Controller:
         self.pending_step = None
         before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
         m = self.machine
+        # an interrupt breakpoint on the INT at CS:IP wins over the step,
+        # unless the step resumes from that breakpoint's stop
+        early = None if resumes_breakpoint_stop(self) else check_int_at_boundary(m)
         # a launcher routes the machine's run_until_cycle through this
         # controller; a step over runs the machine's own loop, unserved
         routed = m.__dict__.pop("run_until_cycle", None) if op.mode == "over" else None
         try:
-            if op.mode == "over":
+            if early is not None:
+                stop = early
+            elif op.mode == "over":
                 stop = m.step_over(max_cycles=STEP_OVER_MAX_CYCLES)
             else:
                 stop = m.step()
@@ -389,7 +397,7 @@ class Controller:
         finally:
             if routed is not None:
                 m.run_until_cycle = routed
-        if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before:
+        if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before and early is None:
             self.extra_revision += 1           # a HLT wait is a Tick too
         if stop is not None:
             result = contract_stop(self, stop) or self.make_stop(

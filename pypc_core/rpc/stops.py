@@ -126,12 +126,21 @@ def check_at_boundary(machine):
     that breakpoint here instead, as the core would have; returns the Stop,
     or None."""
     cpu = machine.cpu
-    ctl = cpu.ctl
     pc = cpu.pc
     if machine.memory.xflags[pc] & S.XF_BREAKPOINT:
         stop = machine._handle_exit(S.EXIT_BREAKPOINT)
         if stop is not None:
             return stop
+    return check_int_at_boundary(machine)
+
+
+def check_int_at_boundary(machine):
+    """The software-interrupt half of :func:`check_at_boundary`: the Stop of
+    an interrupt breakpoint that the INT instruction at CS:IP hits, or None.
+    A step runs it first, as a memory or interrupt breakpoint in the step's
+    Tick wins over the step (COMPAT Execution)."""
+    cpu = machine.cpu
+    ctl = cpu.ctl
     if any(ctl[S.C_INT_MASK + i] for i in range(4)):
         number = int_at(machine.memory.mem, int(cpu.regs[S.CS]), int(cpu.regs[S.IP]))
         if number is not None and (int(ctl[S.C_INT_MASK + (number >> 6)]) >> (number & 63)) & 1:
@@ -140,3 +149,19 @@ def check_at_boundary(machine):
             ctl[S.C_EXIT_VALUE] = number
             return machine._handle_exit(S.EXIT_INT_BREAK)
     return None
+
+
+def resumes_breakpoint_stop(ctl):
+    """Whether execution resumes from the stop of an execution or
+    software-interrupt breakpoint (or run_until predicate) at the current
+    CS:IP.  Only then is that breakpoint let through for one Tick (contract:
+    "Resuming an execution or pre-dispatch software-INT stop skips that
+    breakpoint for one CPU Tick"); after any other stop -- a step, a pause,
+    a memory watchpoint, a restore -- a breakpoint at CS:IP has not been
+    checked yet and hits when execution resumes."""
+    stop = ctl.last_stop
+    if not stop or stop.get("kind") not in ("breakpoint", "run_until") or "access" in stop:
+        return False
+    regs = stop.get("registers") or {}
+    here = (int(ctl.cpu.regs[S.CS]), int(ctl.cpu.regs[S.IP]))
+    return ((regs.get("segments") or {}).get("cs"), regs.get("ip")) == here

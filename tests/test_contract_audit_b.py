@@ -1,0 +1,299 @@
+"""Conformance audit of the JSON-RPC server against the contract
+(/work/shared/spec/003_ef4d7f3b1308ed08.txt), second half: breakpoints,
+execution control, CPU and hardware traces, serial, machine snapshots and the
+portability table -- statements the other RPC tests do not check yet.  Each
+test cites the contract line ("C<line>") or the compatibility note
+("COMPAT <section>") it checks, over a real server and socket.
+
+Guest programs are written into RAM with memory.write (segment 1000h, stack
+2000:1000h, interrupts off unless a test says otherwise)."""
+
+import base64
+import hashlib
+import os
+import time
+import zipfile
+
+import pytest
+
+from pypc_core.plugins import DEVICE_GROUP, PluginManager
+from rpc_client import RpcFixture
+
+SEG = 0x1000
+STACK_SEG, STACK_TOP = 0x2000, 0x1000
+REGISTER_KEYS = {"general", "segments", "ip", "flags", "flags_text", "clock", "in_hlt",
+                 "state_revision"}
+AVAILABLE = set(PluginManager().available(DEVICE_GROUP))
+
+# the loop of test_rpc_debugging, with its INT 60h handler (an IRET at 1000:0100)
+#   1000:0000  B8 00 00    mov ax, 0
+#   1000:0003  40          inc ax            <- loop
+#   1000:0004  A3 00 02    mov [0200h], ax
+#   1000:0007  CD 60       int 60h
+#   1000:0009  EB F8       jmp 0003
+LOOP = bytes.fromhex("B80000 40 A30002 CD60 EBF8")
+
+
+def seg(off):
+    return {"space": "segmented", "segment": SEG, "offset": off}
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+def load(c, code, flags=0x0002, at=0, ip=None):
+    """Pause, write ``code`` at 1000:``at``, an IRET at 1000:0100 as the
+    handler of INT 60h and INT 1, and point CS:IP (DS = CS) at it."""
+    c.call("execution.pause")
+    c.call("memory.write", {"address": seg(at), "data_base64": b64(code)})
+    c.call("memory.write", {"address": seg(0x100), "data_base64": b64(b"\xCF")})
+    c.call("memory.write", {"address": 0x60 * 4, "data_base64": b64(bytes([0, 1, 0, 0x10]))})
+    c.call("memory.write", {"address": 1 * 4, "data_base64": b64(bytes([0, 1, 0, 0x10]))})
+    r = c.call("state.get")
+    return c.call("state.set_registers", {
+        "expected_state_revision": r["state_revision"],
+        "expected": {"cs": r["segments"]["cs"], "ip": r["ip"], "ds": r["segments"]["ds"],
+                     "ss": r["segments"]["ss"], "sp": r["general"]["sp"],
+                     "flags": r["flags"]},
+        "set": {"cs": SEG, "ip": at if ip is None else ip, "ds": SEG, "ss": STACK_SEG,
+                "sp": STACK_TOP, "flags": flags}})["after"]
+
+
+def wait(c, op, timeout_ms=20000):
+    done = c.call("execution.wait", {"operation_id": op, "timeout_ms": timeout_ms})
+    assert done["state"] == "stopped", done
+    return done["stop_reason"]
+
+
+def run_to_stop(c, method="execution.continue", params=None):
+    return wait(c, c.call(method, params)["operation_id"])
+
+
+def step(c, params=None):
+    return wait(c, c.call("execution.step", params)["operation_id"])
+
+
+def ip_of(stop):
+    return stop["registers"]["ip"]
+
+
+@pytest.fixture
+def fx():
+    f = RpcFixture()
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def c(fx):
+    return fx.client()
+
+
+# -- breakpoints.create / list / delete (C401-C427) -----------------------------
+
+def test_physical_execution_breakpoint_descriptor_and_match(c):
+    # C403: execution addresses may be physical; COMPAT Breakpoints: a
+    # physical one matches the physical address, whatever CS:IP names it
+    load(c, LOOP)
+    bp = c.call("breakpoints.create", {"kind": "execution",
+                                       "address": {"space": "physical", "offset": "0x10009"}})
+    assert bp["address"] == {"space": "physical", "offset": 0x10009} and bp["length"] == 1
+    stop = run_to_stop(c)
+    assert stop["kind"] == "breakpoint" and stop["address"] == bp["address"]
+    assert (stop["registers"]["segments"]["cs"], ip_of(stop)) == (SEG, 9)
+
+
+def test_memory_breakpoint_descriptor_is_normalised(c):
+    # C413 "The result is the normalized breakpoint descriptor"; COMPAT
+    # Breakpoints: {breakpoint_id, kind, once, hit_filter, hit_count, address,
+    # length}, values as integers, no condition when none was set
+    c.call("execution.pause")
+    bp = c.call("breakpoints.create", {"kind": "memory_read", "address": {
+        "space": "segmented", "segment": "0x1000", "offset": "0x0200"}, "length": "0x2"})
+    assert bp == {"breakpoint_id": bp["breakpoint_id"], "kind": "memory_read", "once": False,
+                  "hit_filter": {"skip": 0, "every": 1}, "hit_count": 0,
+                  "address": seg(0x200), "length": 2}
+    assert c.call("breakpoints.list")["breakpoints"] == [bp]
+
+
+@pytest.mark.parametrize("length, ok", [(0, False), (-1, False), (1 << 20, True)])
+def test_memory_breakpoint_length_is_positive_within_1mib(c, length, ok):
+    # C413: "a positive contiguous length within the 1 MiB address space"
+    c.call("execution.pause")
+    params = {"kind": "memory_write", "address": {"space": "linear", "offset": 0},
+              "length": length}
+    if ok:
+        bp = c.call("breakpoints.create", params)
+        assert bp["length"] == length
+        c.call("breakpoints.delete", {"breakpoint_id": bp["breakpoint_id"]})
+    else:
+        assert c.error("breakpoints.create", params)["code"] == -32602
+    assert c.call("breakpoints.list") == {"breakpoints": []}
+
+
+def test_a_one_shot_breakpoint_is_removed_only_when_it_stops(c):
+    # C413: hit_count counts matches, skip suppresses the first ones, and "A
+    # one-shot breakpoint is removed when it stops execution" (not on a
+    # suppressed match)
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(4), "once": True,
+                                  "hit_filter": {"skip": 2, "every": 1}})
+    stop = run_to_stop(c)
+    assert stop["hit_count"] == 3 and stop["registers"]["general"]["ax"] == 3
+    assert c.call("breakpoints.list") == {"breakpoints": []}
+
+
+def test_interrupt_breakpoint_with_a_register_condition(c):
+    # C413: "Interrupt conditions use the same register operators as
+    # execution breakpoints"; the stop reports the actual AH/AL
+    load(c, LOOP)
+    bp = c.call("breakpoints.create", {
+        "kind": "interrupt", "event": {"type": "software_interrupt", "number": "0x60"},
+        "condition": {"register": "ax", "operator": "gt", "value": "4"}})
+    assert bp["condition"] == {"register": "ax", "operator": "gt", "value": 4}
+    assert bp["event"] == {"type": "software_interrupt", "number": 0x60}
+    stop = run_to_stop(c)
+    assert stop["kind"] == "breakpoint" and stop["hit_count"] == 1
+    assert stop["event"] == {"type": "software_interrupt", "phase": "before_handler",
+                             "number": 0x60, "ah": 0, "al": 5}
+    assert ip_of(stop) == 7                         # before dispatch: at the INT
+
+
+def test_interrupt_breakpoint_al_selector(c):
+    # COMPAT Breakpoints/Stop reasons: an interrupt event may select AH and AL
+    load(c, LOOP)
+    c.call("breakpoints.create", {"kind": "interrupt", "event": {
+        "type": "software_interrupt", "number": 0x60, "ah": 0, "al": "0x03"}})
+    stop = run_to_stop(c)
+    assert stop["event"]["al"] == 3 and stop["registers"]["general"]["ax"] == 3
+
+
+def test_resuming_after_a_memory_watchpoint_does_not_suppress_the_next_access(c):
+    # C427: "Memory watchpoints stop after the access; resuming does not
+    # suppress the next access" -- two stores in a row, two stops
+    code = bytes.fromhex("A30002 A30002 EBFE")   # mov [200h],ax / mov [200h],ax / jmp $
+    load(c, code)
+    c.call("breakpoints.create", {"kind": "memory_write", "address": seg(0x200)})
+    first = run_to_stop(c)
+    assert first["access"]["instruction_address"] == seg(0) and ip_of(first) == 3
+    second = run_to_stop(c)
+    assert second["access"]["instruction_address"] == seg(3) and ip_of(second) == 6
+    assert second["hit_count"] == 2
+
+
+def test_resuming_from_a_step_onto_a_breakpoint_still_hits_it(c):
+    # C427: only "an execution or pre-dispatch software-INT stop" is skipped
+    # for one Tick on resuming; a step that lands on a breakpoint's address
+    # has not been checked there yet, so continuing stops at once
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(3)})
+    assert ip_of(step(c)) == 3                      # mov ax, 0
+    stop = run_to_stop(c)
+    assert stop["kind"] == "breakpoint" and stop["hit_count"] == 1
+    assert ip_of(stop) == 3 and stop["registers"]["general"]["ax"] == 0
+
+
+def test_resuming_after_a_watchpoint_still_hits_an_execution_breakpoint_there(c):
+    # C427: the watchpoint stop is after the store; the execution breakpoint
+    # on the next instruction is checked when execution resumes
+    load(c, LOOP)
+    c.call("breakpoints.create", {"kind": "memory_write", "address": seg(0x200)})
+    c.call("breakpoints.create", {"address": seg(7)})
+    first = run_to_stop(c)
+    assert first["breakpoint_id"] == "bp-1" and ip_of(first) == 7
+    second = run_to_stop(c)
+    assert second["breakpoint_id"] == "bp-2" and ip_of(second) == 7
+    assert second["registers"]["general"]["ax"] == 1
+
+
+# -- execution.pause / continue / go (C429-C448) --------------------------------
+
+def test_pause_result_is_the_register_object_and_nothing_runs_after_it(c):
+    # C433-C436: the register fields of state.get_registers plus paused:true;
+    # C431: "no further CPU instruction is executed until a continue or step"
+    out = c.call("execution.pause")
+    assert set(out) == REGISTER_KEYS | {"paused"} and out["paused"] is True
+    time.sleep(0.2)
+    regs = c.call("state.get_registers")
+    out.pop("paused")
+    assert regs == out
+
+
+def test_pause_when_stopped_keeps_the_breakpoint_resume_context(c):
+    # C431: pause while stopped preserves "the last stop, operation results,
+    # revision and breakpoint resume context"
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(4)})
+    op = c.call("execution.continue")["operation_id"]
+    stop = wait(c, op)
+    assert stop["registers"]["general"]["ax"] == 1
+    c.call("execution.pause")
+    c.call("execution.pause")
+    assert c.call("session.status")["last_stop"] == stop
+    assert c.call("execution.wait", {"operation_id": op}) == {"state": "stopped",
+                                                              "stop_reason": stop}
+    again = run_to_stop(c)                         # skips the breakpoint once, then the loop
+    assert again["hit_count"] == 2 and again["registers"]["general"]["ax"] == 2
+
+
+@pytest.mark.parametrize("method", ["execution.continue", "execution.go"])
+def test_continue_result_is_the_register_object_plus_a_handle(c, method):
+    # C440-C442, C448: the current register object with paused:false plus
+    # operation_id and state:"running"; execution.go is an exact alias
+    regs = load(c, LOOP)
+    out = c.call(method)
+    assert set(out) == REGISTER_KEYS | {"operation_id", "state", "paused"}
+    assert out["state"] == "running" and out["paused"] is False
+    assert out["operation_id"].startswith("op-")
+    assert (out["segments"]["cs"], out["ip"]) == (SEG, 0)
+    assert out["state_revision"] == regs["state_revision"]
+    assert c.call("session.status")["state"] == "running"
+    c.call("execution.pause")
+
+
+def test_wait_keeps_an_operations_stop_after_later_stops(c):
+    # C444: the operation completes at a breakpoint, a predicate or a pause;
+    # a breakpoint hit ends it with that stop, retained by execution.wait
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(9)})
+    op = c.call("execution.continue")["operation_id"]
+    stop = wait(c, op)
+    assert stop["kind"] == "breakpoint"
+    later = step(c)                                # a later stop changes last_stop only
+    assert c.call("session.status")["last_stop"] == later
+    assert c.call("execution.wait", {"operation_id": op})["stop_reason"] == stop
+
+
+def test_a_suppressed_match_at_the_resume_address_counts_once(c):
+    # C413: "hit_count counts condition matches" -- judging the breakpoint at
+    # CS:IP when resuming after a step must not count that pass twice
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(3), "hit_filter": {"skip": 1, "every": 1}})
+    assert ip_of(step(c)) == 3
+    stop = run_to_stop(c)
+    assert stop["hit_count"] == 2 and stop["registers"]["general"]["ax"] == 1
+
+
+def test_a_step_onto_an_int_with_an_interrupt_breakpoint_stops_before_it(c):
+    # C520 "subject to a breakpoint ... winning first"; COMPAT Execution: "A
+    # memory or interrupt breakpoint in the same Tick wins" -- no Tick runs;
+    # the next step resumes from that stop and executes the INT
+    load(c, LOOP, ip=7)
+    c.call("breakpoints.create", {"kind": "interrupt", "event": {"number": 0x60}})
+    rev = c.call("state.get")["state_revision"]
+    stop = step(c)
+    assert stop["kind"] == "breakpoint" and stop["event"]["phase"] == "before_handler"
+    assert ip_of(stop) == 7 and stop["registers"]["state_revision"] == rev
+    stop = step(c)
+    assert stop["kind"] == "step"
+    assert (stop["registers"]["segments"]["cs"], ip_of(stop)) == (SEG, 0x100)
+    assert c.call("breakpoints.list")["breakpoints"][0]["hit_count"] == 1
+
+
+def test_a_step_executes_past_an_execution_breakpoint_at_cs_ip(c):
+    # COMPAT Execution: only a memory or interrupt breakpoint wins over a step
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(0)})
+    stop = step(c)
+    assert stop["kind"] == "step" and ip_of(stop) == 3
