@@ -85,7 +85,7 @@ class Park:
 
 class Operation:
     __slots__ = ("id", "kind", "stop", "predicate", "deadline", "requested_ns", "start",
-                 "mode")
+                 "mode", "on_deadline")
 
     def __init__(self, op_id, kind, predicate=None):
         self.id = op_id
@@ -96,6 +96,8 @@ class Operation:
         self.deadline = None            # run_until: the emulated-time limit (cycle)
         self.requested_ns = None
         self.start = None
+        self.on_deadline = None         # fn(op) -> the stop at the deadline (a graceful
+                                        # session.stop ends the program there)
 
 
 class Controller:
@@ -227,7 +229,8 @@ class Controller:
                 or not self.machine.dos.exited:
             return stop
         session.exited = True
-        return self.make_stop("program_exit", exit_code=int(self.machine.dos.exit_code))
+        return self.make_stop("program_exit", exit_code=int(self.machine.dos.exit_code),
+                              **session.exit_fields(self))
 
     def adopt(self, machine):
         """Run ``machine`` from now on instead of the current one (the
@@ -439,7 +442,7 @@ class Controller:
             return
         self.at_slice_boundary = True
         if op is not None and op.deadline is not None and m.clock() >= op.deadline:
-            self.stop_now(self._deadline_stop(op))
+            self.stop_now((op.on_deadline or self._deadline_stop)(op))
             return
         if stop.kind == "halt":
             # HLT with interrupts off: nothing runs until an NMI; wait for requests
