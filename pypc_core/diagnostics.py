@@ -2,7 +2,7 @@
 its cards and the guest have to say.
 
 Every :class:`~pypc_core.machine.Machine` owns one (``machine.diagnostics``).
-Three kinds of writers feed it:
+These writers feed it:
 
 * the machine itself, through ``Machine.note(level, message, source=...)``
   (source ``machine``, ``bios``, ``dos``): an image opened read-only, a
@@ -10,6 +10,7 @@ Three kinds of writers feed it:
   DOS function that is not provided, a restored state;
 * cards, through their board: ``board.log(level, message)`` (source = the
   card's name, e.g. ``fdc``), for what a card refuses or ignores;
+* viewers: the VNC server notes a pixel format it refused (source ``vnc``);
 * the guest, through the opt-in debug console port
   (:mod:`pypc_core.debugcon`, ``pypc run --debug-port``; source ``guest``).
 
