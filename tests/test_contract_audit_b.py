@@ -297,3 +297,165 @@ def test_a_step_executes_past_an_execution_breakpoint_at_cs_ip(c):
     c.call("breakpoints.create", {"address": seg(0)})
     stop = step(c)
     assert stop["kind"] == "step" and ip_of(stop) == 3
+
+
+# -- execution.run_until / wait / step (C450-C522) -------------------------------
+
+def test_run_until_result_has_exactly_its_three_fields(c):
+    # C462: "The result contains operation_id, predicate_id, and state:"running""
+    load(c, LOOP)
+    out = c.call("execution.run_until", {"predicate": {"kind": "execution", "address": seg(9)}})
+    assert set(out) == {"operation_id", "predicate_id", "state"}
+    assert out["state"] == "running" and out["predicate_id"].startswith("until-")
+    wait(c, out["operation_id"])
+
+
+def test_run_until_interrupt_predicate_stop_shape(c):
+    # C452 interrupt predicate; COMPAT Stop reasons: the matching breakpoint's
+    # shape (event, hit_count, no address) with kind run_until and predicate_id
+    load(c, LOOP)
+    out = c.call("execution.run_until", {"predicate": {
+        "kind": "interrupt", "event": {"type": "software_interrupt", "number": 0x60, "al": 2}}})
+    stop = wait(c, out["operation_id"])
+    assert set(stop) == {"kind", "predicate_id", "event", "hit_count", "registers"}
+    assert stop["kind"] == "run_until" and stop["predicate_id"] == out["predicate_id"]
+    assert stop["event"] == {"type": "software_interrupt", "phase": "before_handler",
+                             "number": 0x60, "ah": 0, "al": 2}
+    assert ip_of(stop) == 7
+
+
+@pytest.mark.parametrize("kind, access", [("memory_read", "memory_read"),
+                                          ("memory_write", "memory_write"),
+                                          ("memory_access", "memory_write")])
+def test_run_until_memory_predicate_stop_shape(c, kind, access):
+    # C452 memory predicates; COMPAT Stop reasons: address, length, access
+    code = bytes.fromhex("A10002 A30002 EBFE")   # mov ax,[200h] / mov [200h],ax / jmp $
+    if kind == "memory_access":
+        code = bytes.fromhex("90 A30002 EBFE")
+    load(c, code)
+    out = c.call("execution.run_until", {"predicate": {
+        "kind": kind, "address": {"space": "linear", "offset": 0x10200}, "length": 2}})
+    stop = wait(c, out["operation_id"])
+    assert set(stop) == {"kind", "predicate_id", "address", "length", "hit_count", "access",
+                         "registers"}
+    assert stop["address"] == {"space": "linear", "offset": 0x10200} and stop["length"] == 2
+    assert stop["access"]["kind"] == access and stop["hit_count"] == 1
+    assert c.call("breakpoints.list") == {"breakpoints": []}
+
+
+def test_run_until_predicate_takes_a_hit_filter(c):
+    # C452: "using the same fields as breakpoints.create"
+    load(c, LOOP)
+    out = c.call("execution.run_until", {"predicate": {
+        "address": seg(4), "hit_filter": {"skip": 4, "every": 1}}})
+    stop = wait(c, out["operation_id"])
+    assert stop["hit_count"] == 5 and stop["registers"]["general"]["ax"] == 5
+
+
+def test_deadline_stop_shape(c):
+    # C462: "the stop kind is emulated_time_limit and the stop includes
+    # requested, start, deadline, actual, reached, and overshoot"; COMPAT
+    # Stop reasons names the fields
+    load(c, bytes.fromhex("EBFE"))
+    out = c.call("execution.run_until", {"predicate": {"address": seg(0x50)},
+                                         "max_emulated_ns": 2_000_000})
+    stop = wait(c, out["operation_id"])
+    assert set(stop) == {"kind", "emulated_time_ns", "emulated_time_limit", "registers"}
+    assert set(stop["emulated_time_limit"]) == {
+        "requested_duration_ns", "start_emulated_time_ns", "deadline_emulated_time_ns",
+        "actual_stop_emulated_time_ns", "reached", "overshoot_ns"}
+    assert stop["emulated_time_ns"] == stop["registers"]["clock"] * 10 ** 9 // 4_770_000
+    assert c.call("breakpoints.list") == {"breakpoints": []}
+
+
+def test_a_memory_breakpoint_in_the_deadline_tick_wins(c):
+    # COMPAT Stop reasons: "A breakpoint in the same Tick wins over the
+    # deadline" -- the deadline is the clock right after the store
+    code = bytes.fromhex("90 90 A30002 EBFE")   # nop / nop / mov [200h],ax / jmp $
+    load(c, code)
+    step(c), step(c)
+    before = c.call("state.get")["clock"]
+    after = step(c)["registers"]["clock"]       # the store's own clock cost
+    load(c, code, ip=2)
+    start = c.call("state.get")["clock"]
+    end = start + (after - before)
+    ns = end * 10 ** 9 // 4_770_000 - start * 10 ** 9 // 4_770_000
+    out = c.call("execution.run_until", {"predicate": {"kind": "memory_write",
+                                                       "address": seg(0x200)},
+                                         "max_emulated_ns": ns})
+    stop = wait(c, out["operation_id"])
+    assert stop["registers"]["clock"] == end
+    assert stop["kind"] == "run_until" and stop["access"]["kind"] == "memory_write"
+
+
+def test_wait_retains_256_operations(c):
+    # C470: "Up to 256 operations are retained; unknown or evicted IDs are
+    # invalid parameters"
+    load(c, bytes.fromhex("EBFE"))
+    ids = [c.call("execution.step")["operation_id"] for _ in range(257)]
+    err = c.error("execution.wait", {"operation_id": ids[0]})
+    assert err["code"] == -32602
+    for op in (ids[1], ids[-1]):
+        assert c.call("execution.wait", {"operation_id": op})["stop_reason"]["kind"] == "step"
+
+
+def test_wait_default_timeout_is_non_blocking(c):
+    # C466: timeout_ms "defaults to 0"; C468 a pending operation is exactly
+    # {"running": true}
+    load(c, bytes.fromhex("EBFE"))
+    op = c.call("execution.continue")["operation_id"]
+    assert c.call("execution.wait", {"operation_id": op}) == {"running": True}
+    assert c.call("execution.wait", {"operation_id": op, "timeout_ms": "0"}) == \
+        {"running": True}
+    c.call("execution.pause")
+    assert set(c.call("execution.wait", {"operation_id": op})) == {"state", "stop_reason"}
+
+
+def test_step_ack_is_the_entry_register_object(c):
+    # C522: "the entry register object with stepping:true and operation_id
+    # added"; it is not post-step evidence
+    regs = load(c, LOOP)
+    ack = c.call("execution.step", {"mode": "into"})
+    assert set(ack) == REGISTER_KEYS | {"stepping", "operation_id"}
+    ack.pop("stepping"), ack.pop("operation_id")
+    assert ack == regs
+
+
+def test_step_of_a_halted_cpu_advances_the_wait(c):
+    # C520: a Tick can "advance HLT waiting"; it is not an executed
+    # instruction (interrupts off: the CPU stays halted)
+    load(c, bytes.fromhex("F4 EBFD"))
+    first = step(c)
+    assert ip_of(first) == 1 and first["registers"]["in_hlt"] is True
+    second = step(c)
+    assert second["kind"] == "step" and ip_of(second) == 1
+    assert second["registers"]["in_hlt"] is True
+    assert second["registers"]["clock"] > first["registers"]["clock"]
+    assert second["registers"]["state_revision"] == first["registers"]["state_revision"] + 1
+
+
+def test_step_can_dispatch_a_pic_interrupt(fx, c):
+    # C520: a Tick can "dispatch a PIC interrupt" (here after HLT waits);
+    # the instruction at CS:IP does not execute in that Tick
+    c.call("execution.pause")
+    op = c.call("execution.run_until", {"max_emulated_ns": 3_000_000_000})["operation_id"]
+    wait(c, op, 60000)                          # the BIOS has set up the PIC and the PIT
+    table = base64.b64decode(c.call("memory.read", {"address": 8 * 4, "length": 8})[
+        "data_base64"])
+    handlers = {(int.from_bytes(table[k + 2:k + 4], "little"),
+                 int.from_bytes(table[k:k + 2], "little")) for k in (0, 4)}   # IRQ 0, IRQ 1
+    load(c, bytes.fromhex("F4 EBFD"), flags=0x0202)   # hlt / jmp back, interrupts on
+    c.call("input.keyboard", {"events": [{"scan_code": 0x1E, "pressed": True}]})
+    prev = step(c)                              # the HLT
+    assert ip_of(prev) == 1 and prev["registers"]["in_hlt"]
+    for _ in range(64):
+        stop = step(c)
+        regs = stop["registers"]
+        if (regs["segments"]["cs"], regs["ip"]) != (SEG, 1):
+            break
+        prev = stop
+    assert stop["kind"] == "step"
+    assert (regs["segments"]["cs"], regs["ip"]) in handlers
+    assert not regs["flags"] & 0x0200 and regs["in_hlt"] is False
+    assert regs["general"]["sp"] == STACK_TOP - 6
+    assert regs["state_revision"] == prev["registers"]["state_revision"] + 1
