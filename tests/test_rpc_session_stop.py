@@ -246,6 +246,7 @@ def test_execution_pause_ends_the_graceful_wait_and_the_program_lives_on(srv, wo
     c = srv.client()
     start(c, workdir, "m")
     clock = c.call("session.status")["clock"]
+    # the pause comes in the same write, long before 60 emulated seconds pass
     out, paused = pipeline(c, ("session.stop", {"graceful_timeout_ms": LONG_MS}),
                            ("execution.pause", {}))
     assert paused["paused"] is True
