@@ -13,6 +13,8 @@ When ``session.start`` replaces the machine, the new machine's ring goes on
 numbering after the old one (whose records are gone with it and count as
 dropped), so a sequence is never reused on one server."""
 
+import re
+
 from pypc_core import hookimpl
 from pypc_core.diagnostics import CursorExpired, DiagnosticsError, LEVELS
 from pypc_core.rpc import params as P
@@ -23,6 +25,7 @@ MAX_READ = 1024
 DEFAULT_READ = 256
 MAX_SOURCES = 16
 PREFIX = "debug-"
+CURSOR = re.compile(r"debug-[0-9]{1,19}")
 
 
 def _follow_sessions(ctl):
@@ -44,8 +47,7 @@ def _follow_sessions(ctl):
 def _cursor(value, ring):
     if value is None:
         return None
-    if not isinstance(value, str) or not value.startswith(PREFIX) \
-            or not value[len(PREFIX):].isdigit():
+    if not isinstance(value, str) or not CURSOR.fullmatch(value):
         raise invalid(f"cursor must be null or {PREFIX}N (a next_cursor), not {value!r}",
                       field="cursor")
     after = int(value[len(PREFIX):])

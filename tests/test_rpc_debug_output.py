@@ -97,6 +97,8 @@ def test_bad_params_are_refused_and_change_nothing(lines):
     bad = [({"cursor": "5"}, "INVALID_PARAMS"),
            ({"cursor": "debug-"}, "INVALID_PARAMS"),
            ({"cursor": "debug-0x5"}, "INVALID_PARAMS"),
+           ({"cursor": "debug-\u0665"}, "INVALID_PARAMS"),         # a digit, not ASCII
+           ({"cursor": "debug-" + "9" * 30}, "INVALID_PARAMS"),
            ({"cursor": "hardware-5"}, "INVALID_PARAMS"),
            ({"cursor": "debug-6"}, "INVALID_PARAMS"),          # beyond the last record
            ({"cursor": 5}, "INVALID_PARAMS"),
