@@ -93,7 +93,7 @@ class CpuTrace:
                   "physical": rec["linear"], "opcode_hex": raw.hex(),
                   "clock_before": rec["cycles"], "clock_after": clock_after,
                   "clock_delta": clock_after - rec["cycles"],
-                  "effects": [_effect(e, ports) for e in rec.get("effects", [])]}
+                  "effects": [x for e in rec.get("effects", []) for x in _effects(e, ports)]}
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":
@@ -119,18 +119,24 @@ def _b64(value):
     return base64.b64encode(bytes([value & 0xFF])).decode()
 
 
-def _effect(e, ports):
+def _effects(e, ports):
+    """The contract's effects of one recorded effect: one per byte (a word
+    IN or OUT is the 8088's two byte transfers, port then port + 1)."""
     kind = e["kind"]
     if kind == "mem_read":
-        return {"kind": "memory_read", "address": {"space": "linear", "offset": e["address"]},
-                "byte_count": 1, "data_base64": _b64(e["value"])}
+        return [{"kind": "memory_read", "address": {"space": "linear", "offset": e["address"]},
+                 "byte_count": 1, "data_base64": _b64(e["value"])}]
     if kind == "mem_write":
-        return {"kind": "memory_write", "address": {"space": "linear", "offset": e["address"]},
-                "byte_count": 1, "before_base64": _b64(e["old"]),
-                "after_base64": _b64(e["value"])}
-    return {"kind": "io_read" if kind == "io_read" else "io_write", "port": e["port"],
-            "byte_count": e["width"], "value": e["value"],
-            "handled": ports.owner(e["port"]) is not None}
+        return [{"kind": "memory_write", "address": {"space": "linear", "offset": e["address"]},
+                 "byte_count": 1, "before_base64": _b64(e["old"]),
+                 "after_base64": _b64(e["value"])}]
+    out = []
+    for k in range(e["width"]):
+        port = (e["port"] + k) & 0xFFFF
+        out.append({"kind": "io_read" if kind == "io_read" else "io_write", "port": port,
+                    "byte_count": 1, "value": (e["value"] >> (8 * k)) & 0xFF,
+                    "handled": ports.owner(port) is not None})
+    return out
 
 
 def _current(ctl, method):

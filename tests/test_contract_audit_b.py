@@ -459,3 +459,140 @@ def test_step_can_dispatch_a_pic_interrupt(fx, c):
     assert not regs["flags"] & 0x0200 and regs["in_hlt"] is False
     assert regs["general"]["sp"] == STACK_TOP - 6
     assert regs["state_revision"] == prev["registers"]["state_revision"] + 1
+
+
+# -- trace.start / read / stop (C472-C490) ---------------------------------------
+
+# mov dx,3D8h / mov ax,0129h / out dx,ax / in al,dx / nop / int 60h / jmp $
+IO_CODE = bytes.fromhex("BAD803 B82901 EF EC 90 CD60 EBFE")
+
+
+def traced_steps(c, code, n, detail="long", flags=0x0002):
+    load(c, code, flags=flags)
+    c.call("trace.start", {"detail": detail, "instruction_count": n})
+    for _ in range(n):
+        step(c)
+    page = c.call("trace.read", {"limit": 256})
+    assert page["event_count"] == n and page["active"] is False
+    return page["events"]
+
+
+def test_trace_start_defaults(c):
+    # C474: instruction_count defaults to 256; detail normal is the usual
+    # level (the contract's example)
+    c.call("execution.pause")
+    assert c.call("trace.start") == {"active": True, "detail": "normal",
+                                     "instruction_count": 256, "event_count": 0}
+    c.call("trace.stop")
+
+
+def test_trace_start_accepts_the_maximum_count(c):
+    # C474: "maximum 65536"
+    c.call("execution.pause")
+    assert c.call("trace.start", {"instruction_count": "65536"})["instruction_count"] == 65536
+    c.call("trace.stop")
+
+
+def test_trace_events_carry_the_contract_fields(c):
+    # C478 + COMPAT Traces: kind, segmented and physical address, eight raw
+    # opcode bytes, the clock interval, registers before (and after for
+    # long), ordered effects
+    events = traced_steps(c, IO_CODE, 4)
+    first = events[0]
+    assert set(first) == {"sequence", "kind", "address", "physical", "opcode_hex",
+                          "clock_before", "clock_after", "clock_delta", "effects",
+                          "registers_before", "registers_after"}
+    assert first["opcode_hex"] == IO_CODE[:8].hex()
+    for e in events:
+        assert len(e["opcode_hex"]) == 16 and e["kind"] == "instruction"
+        assert e["physical"] == (e["address"]["segment"] << 4) + e["address"]["offset"]
+        assert e["clock_delta"] == e["clock_after"] - e["clock_before"] > 0
+    assert events[1]["registers_after"]["general"]["ax"] == 0x0129
+
+
+def test_instruction_fetches_are_not_memory_effects(c):
+    # C478: "Instruction fetches are not reported as memory effects"
+    events = traced_steps(c, IO_CODE, 5, detail="csip")
+    assert [e["effects"] for e in (events[0], events[1], events[4])] == [[], [], []]
+
+
+def test_io_effects_one_per_byte_with_port_value_and_handled(c):
+    # C478: "io_read or io_write with port, byte count, value, and whether the
+    # port was handled"; COMPAT Traces: one effect per byte (a word OUT is
+    # two byte transfers, port then port + 1)
+    events = traced_steps(c, IO_CODE, 4, detail="short")
+    assert events[2]["effects"] == [
+        {"kind": "io_write", "port": 0x3D8, "byte_count": 1, "value": 0x29, "handled": True},
+        {"kind": "io_write", "port": 0x3D9, "byte_count": 1, "value": 0x01, "handled": True}]
+    (read,) = events[3]["effects"]
+    assert {k: read[k] for k in ("kind", "port", "byte_count", "handled")} == \
+        {"kind": "io_read", "port": 0x3D8, "byte_count": 1, "handled": True}
+
+
+def test_io_effect_of_an_unhandled_port(c):
+    # C478 "whether the port was handled by a device"
+    code = bytes.fromhex("BAF002 B05A EE EC EBFE")   # out/in at port 2F0h (nothing there)
+    events = traced_steps(c, code, 4, detail="csip")
+    assert events[2]["effects"] == [
+        {"kind": "io_write", "port": 0x2F0, "byte_count": 1, "value": 0x5A, "handled": False}]
+    assert events[3]["effects"] == [
+        {"kind": "io_read", "port": 0x2F0, "byte_count": 1, "value": 0xFF, "handled": False}]
+
+
+def test_a_software_int_is_one_instruction_event_with_its_stack_and_vector_effects(c):
+    # C478: "Software INT ... stay instruction events because an opcode
+    # executed"; the next event is the handler's first instruction
+    events = traced_steps(c, IO_CODE, 7, detail="normal")
+    intr, handler = events[5], events[6]
+    assert intr["kind"] == "instruction" and intr["opcode_hex"].startswith("cd60")
+    kinds = [e["kind"] for e in intr["effects"]]
+    assert kinds == ["memory_write"] * 6 + ["memory_read"] * 4
+    assert [e["address"]["offset"] for e in intr["effects"][6:]] == [0x180, 0x181, 0x182,
+                                                                      0x183]
+    assert handler["address"] == seg(0x100) and handler["kind"] == "instruction"
+
+
+def test_a_tf_trap_stays_in_its_instruction_event(c):
+    # C478: "post-instruction TF traps stay instruction events"
+    events = traced_steps(c, bytes.fromhex("90 90 EBFE"), 3, detail="normal", flags=0x0102)
+    nop, handler = events[0], events[1]
+    assert nop["kind"] == "instruction" and nop["address"] == seg(0)
+    assert [e["kind"] for e in nop["effects"]] == ["memory_write"] * 6 + ["memory_read"] * 4
+    assert [e["address"]["offset"] for e in nop["effects"][6:]] == [4, 5, 6, 7]
+    assert handler["address"] == seg(0x100)
+    assert not handler["registers_before"]["flags"] & 0x0100
+    assert events[2]["address"] == seg(1)
+
+
+def test_long_detail_has_both_register_snapshots(c):
+    # C478: "normal and long also include the snapshot after it"
+    events = traced_steps(c, IO_CODE, 2, detail="long")
+    assert events[0]["registers_after"] == events[1]["registers_before"]
+    assert events[0]["registers_after"]["ip"] == 3
+
+
+def test_trace_read_default_limit_is_128(c):
+    # C486: "Optional limit defaults to 128"
+    load(c, bytes.fromhex("EBFE"))
+    c.call("trace.start", {"detail": "csip", "instruction_count": 200})
+    op = c.call("execution.run_until", {"max_emulated_ns": 10_000_000})["operation_id"]
+    wait(c, op)
+    page = c.call("trace.read")
+    assert page["event_count"] == 200 and len(page["events"]) == 128
+    assert page["next_cursor"] == "trace-128"
+    assert set(page) == {"events", "event_count", "active", "detail", "next_cursor"}
+    rest = c.call("trace.read", {"cursor": page["next_cursor"]})
+    assert len(rest["events"]) == 72 and "next_cursor" not in rest
+
+
+def test_trace_refusals_change_nothing(c):
+    # C486: reading or stopping before a start and starting over an active
+    # trace are refused; the revision does not move
+    load(c, LOOP)
+    rev = c.call("state.get")["state_revision"]
+    assert c.error("trace.read")["code"] == -32602
+    assert c.error("trace.stop")["code"] == -32602
+    c.call("trace.start", {"instruction_count": 10})
+    assert c.error("trace.start", {"instruction_count": 5})["code"] == -32602
+    assert c.call("trace.read")["active"] is True
+    assert c.call("state.get")["state_revision"] == rev
