@@ -338,3 +338,25 @@ def test_unknown_session_ids_are_session_not_found(srv, workdir):
         assert err["data"]["session_id"] == params["session_id"]
     assert c.call("session.status") == before
     assert c.call("dos.status")["exited"] is False
+
+
+def test_a_graceful_stop_rides_on_a_run_until_and_the_earlier_limit_wins(srv, workdir):
+    c = srv.client()
+    start(c, workdir, "i")                  # ignores the break: only a limit ends the run
+    cp = c.call("checkpoints.create")["checkpoint_id"]
+    # the run_until's 30 s come before the stop's 60 s: its time limit ends both
+    ran, out = pipeline(c, ("execution.run_until", {"max_emulated_ns": 30 * CPU_NS}),
+                        ("session.stop", {"graceful_timeout_ms": LONG_MS}))
+    assert out["state"] == "running"
+    stop = wait(c, out["operation_id"])
+    assert stop["kind"] == "emulated_time_limit" and wait(c, ran["operation_id"]) == stop
+    assert c.call("dos.status")["exited"] is False
+    # the stop's 100 ms come before the run_until's 60 s: the program is ended
+    c.call("checkpoints.restore", {"checkpoint_id": cp})
+    clock = c.call("session.status")["clock"]
+    ran, out = pipeline(c, ("execution.run_until", {"max_emulated_ns": 60 * CPU_NS}),
+                        ("session.stop", {"graceful_timeout_ms": 100}))
+    stop = wait(c, out["operation_id"])
+    assert stop["kind"] == "program_exit" and stop["forced"] is True
+    assert wait(c, ran["operation_id"]) == stop
+    assert stop["registers"]["clock"] < clock + 60 * CONTRACT_HZ
