@@ -4,15 +4,20 @@ never changes the emulated machine.
 
 While it records, the machine's port map sends every guest port access
 through Python (``PortMap.set_fast_reads(False)``: reads the CPU would answer
-itself are seen too) and the recorder wraps, on these two objects only, the
-port map's ``read``/``write`` and the PIC's ``raise_irq``/``lower_irq``/
-``acknowledge``.  Stopping restores them.  Port writes the CPU only counts
-(the BIOS's keyboard-poll stamp port) are not seen."""
+itself are seen too) and the recorder wraps, on these instances only, the
+port map's ``read``/``write``, the PIC's ``raise_irq``/``lower_irq``/
+``acknowledge`` and the machine's ``_service_exit`` (to know a guest OUT).  Ports no device claims exit to the port map too while it
+records.  Stopping restores all of it.  Port writes the CPU only counts (the
+BIOS's keyboard-poll stamp port) are not seen.  A guest OUT is recorded at
+its own instruction's address (the core serves it after IP moved on)."""
 
 import collections
 
+import numpy as np
+
 from pypc_core import hookimpl
 from pypc_core.cpu import state as S
+from pypc_core.cpu.state import PORT_NONE, PORT_PY
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import cycles_to_ns
@@ -35,6 +40,7 @@ class Recorder:
         self.next_sequence = 1
         self.dropped = 0
         self.active = False
+        self.serving_out = False        # the machine is serving a guest OUT's exit
         self._saved = {}
 
     # -- recording ---------------------------------------------------------------
@@ -52,10 +58,28 @@ class Recorder:
     def _port_wanted(self, port):
         return not self.ports or any(a <= port <= b for a, b in self.ports)
 
+    def _out_where(self, port, width):
+        """The address of the guest OUT being served: the core exits after
+        the OUT executed, so CS:IP is already the next instruction.  Back up
+        over ``OUT imm8`` (E6/E7 port) or ``OUT DX`` (EE/EF, DX = port)."""
+        regs = self.ctl.cpu.regs
+        mem = self.ctl.machine.memory.mem
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+
+        def byte(back):
+            return int(mem[((cs << 4) + ((ip - back) & 0xFFFF)) & 0xFFFFF])
+        wide = width == 2
+        if byte(2) == (0xE7 if wide else 0xE6) and byte(1) == port:
+            ip -= 2
+        elif byte(1) == (0xEF if wide else 0xEE) and int(regs[S.DX]) == port:
+            ip -= 1
+        return {"space": "segmented", "segment": cs, "offset": ip & 0xFFFF}
+
     def _io(self, kind, port, width, value):
         if self._port_wanted(port):
+            where = self._out_where(port, width) if self.serving_out else self._where()
             self._add({"kind": kind, "emulated_time": cycles_to_ns(self.ctl.machine.clock()),
-                       "address": self._where(), "port": port, "byte_count": width,
+                       "address": where, "port": port, "byte_count": width,
                        "value": value})
 
     def _irq(self, kind, irq, vector=None):
@@ -86,8 +110,23 @@ class Recorder:
                              value & (0xFF if width == 1 else 0xFFFF))
                 return handled
             self._saved["ports"] = hook(pm, {"read": traced_read, "write": traced_write})
+            service = m._service_exit
+
+            def traced_service(reason):
+                self.serving_out = reason == S.EXIT_IO_OUT
+                try:
+                    return service(reason)
+                finally:
+                    self.serving_out = False
+            self._saved["machine"] = hook(m, {"_service_exit": traced_service})
             self._saved["fast"] = (pm, getattr(pm, "fast_reads", True))
             pm.set_fast_reads(False)
+            # ports no device claims (reads FFh, writes vanish) exit to the
+            # port map too while recording, so a guest's probes are seen
+            kind = pm.port_kind
+            unclaimed = np.flatnonzero(kind == PORT_NONE)
+            kind[unclaimed] = PORT_PY
+            self._saved["unclaimed"] = (kind, unclaimed)
         if self.include_irq:
             raise_irq, lower_irq, acknowledge = pic.raise_irq, pic.lower_irq, pic.acknowledge
 
@@ -117,10 +156,16 @@ class Recorder:
         if not self.active:
             return
         self.active = False
-        for key in ("ports", "pic"):
+        for key in ("ports", "machine", "pic"):
             saved = self._saved.pop(key, None)
             if saved is not None:
                 unhook(*saved)
+        unclaimed = self._saved.pop("unclaimed", None)
+        if unclaimed is not None:
+            kind, ports = unclaimed
+            pm = self.ctl.machine.ports
+            ports = ports[kind[ports] == PORT_PY]
+            kind[[p for p in ports.tolist() if pm.owner(p) is None]] = PORT_NONE
         fast = self._saved.pop("fast", None)
         if fast is not None:
             fast[0].set_fast_reads(fast[1])

@@ -596,3 +596,101 @@ def test_trace_refusals_change_nothing(c):
     assert c.error("trace.start", {"instruction_count": 5})["code"] == -32602
     assert c.call("trace.read")["active"] is True
     assert c.call("state.get")["state_revision"] == rev
+
+
+# -- hardware.trace.start / read / stop (C492-C516) -------------------------------
+
+def test_hardware_trace_starts_while_running_and_changes_nothing(c):
+    # C494: "It may run while the CPU is running or paused ... without
+    # changing the emulated machine"; COMPAT Traces: default capacity 4096
+    out = c.call("hardware.trace.start")
+    assert out == {"active": True, "capacity": 4096, "dropped_event_count": 0,
+                   "first_available_sequence": 1}
+    assert c.call("session.status")["state"] == "running"
+    c.call("execution.pause")
+    rev = c.call("state.get")["state_revision"]
+    c.call("hardware.trace.read")
+    c.call("hardware.trace.stop")
+    c.call("hardware.trace.start", {"capacity": 8})
+    assert c.call("state.get")["state_revision"] == rev
+
+
+def test_hardware_io_events_name_the_guest_instruction(c):
+    # C512: I/O events have kind, emulated_time, guest instruction address,
+    # port, byte_count and value (COMPAT Traces: and sequence) -- the address
+    # of the IN or OUT itself
+    load(c, IO_CODE)
+    c.call("hardware.trace.start", {"include_irq": False})
+    for _ in range(4):
+        step(c)
+    page = c.call("hardware.trace.read")
+    assert set(page) == {"active", "capacity", "dropped_event_count",
+                         "first_available_sequence", "events", "next_cursor"}
+    out, inp = page["events"]
+    assert set(out) == {"kind", "emulated_time", "address", "port", "byte_count", "value",
+                        "sequence"}
+    assert (out["kind"], out["address"], out["port"], out["byte_count"], out["value"]) == \
+        ("io_write", seg(6), 0x3D8, 2, 0x0129)
+    assert (inp["kind"], inp["address"], inp["port"], inp["byte_count"]) == \
+        ("io_read", seg(7), 0x3D8, 1)
+    clock = c.call("state.get")["clock"]
+    assert 0 < out["emulated_time"] <= clock * 10 ** 9 // 4_770_000
+
+
+def test_hardware_trace_sees_ports_no_device_claims(c):
+    # C494/C504: it records port I/O; empty ports means all values
+    code = bytes.fromhex("B05A E6F0 E4F0 EBFE")   # out 0F0h, al / in al, 0F0h
+    load(c, code)
+    c.call("hardware.trace.start", {"include_irq": False, "ports": []})
+    for _ in range(3):
+        step(c)
+    events = c.call("hardware.trace.read")["events"]
+    assert [(e["kind"], e["address"], e["port"], e["value"]) for e in events] == [
+        ("io_write", seg(2), 0xF0, 0x5A), ("io_read", seg(4), 0xF0, 0xFF)]
+    c.call("hardware.trace.stop")
+    assert c.call("io.read", {"port": 0xF0})["value"] == 0xFF
+
+
+def test_hardware_port_filter_leaves_irq_events(c):
+    # C504: "Port filters apply to I/O events and IRQ filters apply to IRQ
+    # events"; IRQ events carry kind, emulated_time, address and irq, and a
+    # dispatch the vector
+    c.call("execution.pause")
+    c.call("hardware.trace.start", {"ports": [{"first": "0x3d8", "last": "0x3d8"}],
+                                    "irqs": []})
+    op = c.call("execution.run_until", {"max_emulated_ns": 200_000_000})["operation_id"]
+    wait(c, op)
+    events = c.call("hardware.trace.read", {"limit": 65536})["events"]
+    assert all(e["port"] == 0x3D8 for e in events if e["kind"].startswith("io_"))
+    raise_ = next(e for e in events if e["kind"] == "irq_raise")
+    assert set(raise_) == {"kind", "emulated_time", "address", "irq", "sequence"}
+    dispatch = next(e for e in events if e["kind"] == "irq_dispatch")
+    assert set(dispatch) == {"kind", "emulated_time", "address", "irq", "vector", "sequence"}
+    assert dispatch["vector"] == 8 + dispatch["irq"]
+
+
+@pytest.mark.parametrize("limit, ok", [(0, False), (65536, True), (65537, False)])
+def test_hardware_read_limit_range(c, limit, ok):
+    # C508 "bounded limit"; COMPAT Traces: read limit 1..65536
+    c.call("execution.pause")
+    c.call("hardware.trace.start")
+    if ok:
+        assert c.call("hardware.trace.read", {"limit": limit})["events"] == []
+    else:
+        assert c.error("hardware.trace.read", {"limit": limit})["code"] == -32602
+
+
+def test_hardware_trace_stop_reports_metadata_and_keeps_events(c):
+    # C516: "Stops recording without discarding retained events. The result
+    # reports the final recorder metadata"
+    c.call("execution.pause")
+    c.call("hardware.trace.start", {"capacity": 2, "include_irq": False})
+    for value in (1, 2, 3):
+        c.call("io.write", {"port": 0x3D9, "value": value})
+    out = c.call("hardware.trace.stop")
+    assert out == {"active": False, "capacity": 2, "dropped_event_count": 1,
+                   "first_available_sequence": 2}
+    page = c.call("hardware.trace.read", {"cursor": None})
+    assert [e["value"] for e in page["events"]] == [2, 3]
+    assert page["next_cursor"] == "hardware-3"
+    assert c.call("hardware.trace.read", {"cursor": "hardware-3"})["events"] == []
