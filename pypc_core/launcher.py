@@ -121,9 +121,9 @@ def run(args):
     viewers = rpc = None
     try:
         check_machine(machine, args)
-        for disk in machine.disks.values():
-            if getattr(disk, "readonly_reason", None):
-                sys.stderr.write(f"pypc: note: {disk.readonly_reason}\n")
+        for record in machine.diagnostics.records():     # what the machine noted when built
+            if record["source"] == "machine" and record["level"] in ("warning", "error"):
+                sys.stderr.write(f"pypc: note: {record['message']}\n")
         if args.headless and getattr(args, "debug_port", None) is not None:
             echo_guest_lines(machine, sys.stderr)
         viewers = frontends.start(machine, args)    # served after every run (run_hooks)
