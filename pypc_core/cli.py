@@ -274,8 +274,8 @@ def build_parser():
 
 
 def _rpc_port(text):
-    from .rpc.launch import _port
-    return _port(text)
+    from .argtypes import tcp_port
+    return tcp_port(text)
 
 
 def _run_options(args):
