@@ -13,14 +13,17 @@ with the conventions of ``hardware.trace.*``:
   ``session.start`` and ``machine.snapshot.import`` drop the trace with the
   machine state it recorded (``snapshot._JOURNALS``).
 
-Only the built-in DOS is recorded: a DOS booted from a disk image serves
-INT 21h in guest code, and ``dos.trace.start`` refuses such a machine with
-``UNSUPPORTED``.  ``emulated_time`` is in ns of emulated time, ``clock`` in
-CPU cycles."""
+On a machine without the built-in DOS (a DOS booted from a disk image),
+the calls are recorded where they reach the INT 21h handler the guest DOS
+installed (``pypc_core.dos.guest_trace.GuestDosTrace``; a controller slice
+hook hands it the arrivals a step lands on); before a DOS has installed
+one, start is ``PRECONDITION_FAILED``.  ``emulated_time`` is in ns of
+emulated time, ``clock`` in CPU cycles."""
 
 import itertools
 
 from pypc_core import hookimpl
+from pypc_core.dos.guest_trace import GuestDosTrace, handler_entry
 from pypc_core.dos.trace import (
     CLASSES, DEFAULT_CAPACITY, DEFAULT_DATA_BYTES, MAX_CAPACITY, MAX_DATA_BYTES,
     DosTrace, TraceConfigError,
@@ -34,23 +37,11 @@ MAX_READ = 65536
 DEFAULT_READ = 128
 CURSOR_PREFIX = "dos-"
 
-NO_DOS = ("this machine runs no built-in DOS: dos.trace records the calls the built-in "
-          "DOS serves (a machine started with a PROGRAM or --drive, or by session.start). "
-          "A DOS booted from a disk image serves INT 21h in guest code, which is not "
-          "recorded; breakpoints of kind interrupt (number 0x21, ah) stop on its calls")
-
-
-def _dos(ctl, method):
-    dos = getattr(ctl.machine, "dos", None)
-    if dos is None:
-        raise invalid(f"{method}: {NO_DOS}", "UNSUPPORTED")
-    return dos
 
 
 def _current(ctl, method):
     rec = ctl.extensions.get(KEY)
     if rec is None:
-        _dos(ctl, method)
         raise invalid(f"{method}: no DOS trace has been started (dos.trace.start)",
                       "PRECONDITION_FAILED")
     return rec
@@ -61,7 +52,11 @@ def _meta(rec):
            "dropped_event_count": rec.dropped,
            "first_available_sequence": rec.first_available,
            "event_count": rec.recorded, "classes": list(rec.classes),
-           "data_bytes": rec.data_bytes}
+           "data_bytes": rec.data_bytes,
+           "dos": "guest" if isinstance(rec, GuestDosTrace) else "built_in"}
+    entry = getattr(rec, "handlers", {}).get(0x21)
+    if entry is not None:
+        out["handler"] = {"space": "segmented", "segment": entry[0], "offset": entry[1]}
     if rec.path_contains is not None:
         out["path_contains"] = rec.path_contains
     return out
@@ -74,7 +69,7 @@ def _shape(event):
 
 
 def start(ctl, params):
-    dos = _dos(ctl, "dos.trace.start")
+    dos = getattr(ctl.machine, "dos", None)
     capacity = P.length(params.get("capacity", DEFAULT_CAPACITY), "capacity", MAX_CAPACITY)
     data_bytes = P.number(params.get("data_bytes", DEFAULT_DATA_BYTES), "data_bytes", 0,
                           1 << 62)
@@ -90,18 +85,30 @@ def start(ctl, params):
                           field=f"classes[{i}]")
     classes = CLASSES if "all" in names else names
     needle = params.get("path_contains")
+    settings = dict(capacity=capacity, classes=classes, path_contains=needle,
+                    data_bytes=data_bytes)
     try:
-        rec = DosTrace(dos, capacity=capacity, classes=classes, path_contains=needle,
-                       data_bytes=data_bytes)
+        rec = DosTrace(dos, **settings) if dos is not None else \
+            GuestDosTrace(ctl.machine, **settings)
     except TraceConfigError as exc:
         if exc.limit is not None:
             raise limit(str(exc), field=exc.field, limit=exc.limit) from None
         raise invalid(str(exc), field=exc.field) from None
+    if dos is None and handler_entry(ctl.machine, 0x21) is None:
+        raise invalid("dos.trace.start: this machine has no built-in DOS and no DOS has "
+                      "installed an INT 21h handler yet (the vector is empty or the BIOS's "
+                      "IRET): start the trace once the DOS has booted", "PRECONDITION_FAILED")
     old = ctl.extensions.get(KEY)
     if old is not None:
         old.stop()
+    ctl.slice_hooks[:] = [h for h in ctl.slice_hooks if not getattr(h, "_dos_trace", False)]
     rec.start()
     ctl.extensions[KEY] = rec
+    if isinstance(rec, GuestDosTrace):
+        def after(c):
+            rec.after_stop()            # a step that landed on the handler or a return
+        after._dos_trace = True
+        ctl.slice_hooks.append(after)
     return _meta(rec)
 
 

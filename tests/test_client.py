@@ -14,8 +14,9 @@ import pytest
 
 from pypc_core import codegen
 from pypc_core.client import (Client, DeviceAbsent, InvalidParams, MethodNotFound, NotFound,
-                              RequestTimeout, RevisionMismatch, RpcError, TargetNotPaused,
-                              TargetRunning, TransportError, Unsupported, models as M)
+                              PreconditionFailed, RequestTimeout, RevisionMismatch, RpcError,
+                              TargetNotPaused, TargetRunning, TransportError, Unsupported,
+                              models as M)
 from pypc_core.client.api import RESULT_SPECS
 from pypc_core.client.runtime import decode, encode
 from pypc_core.plugins import DEVICE_GROUP, PluginManager
@@ -523,7 +524,7 @@ def _dos_trace(c, tmp, method):
     f = RpcFixture(plugins=["cga"])
     try:
         with Recorder(f.port) as own:
-            with pytest.raises(Unsupported):            # no built-in DOS before the start
+            with pytest.raises(PreconditionFailed):     # no DOS at all before the start
                 own.dos.trace_start()
             own.session.start(target={"command": "DOSTRACE.COM", "arguments": []},
                               mounts=[{"drive": "C", "host_path": str(tmp)}])

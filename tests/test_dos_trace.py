@@ -189,7 +189,8 @@ def test_the_trace_is_what_the_program_did(srv, workdir):
     meta = c.call("dos.trace.start", {"data_bytes": 16})
     assert meta == {"active": True, "capacity": 4096, "dropped_event_count": 0,
                     "first_available_sequence": 1, "event_count": 0,
-                    "classes": ["file", "directory", "program", "memory"], "data_bytes": 16}
+                    "classes": ["file", "directory", "program", "memory"], "data_bytes": 16,
+                    "dos": "built_in"}
     stop = run_to_exit(c)
     assert stop["kind"] == "program_exit" and stop["exit_code"] == 7
     out = read_all(c)
@@ -198,7 +199,7 @@ def test_the_trace_is_what_the_program_did(srv, workdir):
     assert out == {"active": True, "capacity": 4096, "dropped_event_count": 0,
                    "first_available_sequence": 1, "event_count": len(expected),
                    "classes": ["file", "directory", "program", "memory"], "data_bytes": 16,
-                   "next_cursor": f"dos-{len(expected)}"}
+                   "dos": "built_in", "next_cursor": f"dos-{len(expected)}"}
     check_events(events, expected, psp, progs.program_bytes("child"),
                  progs.program_bytes("dostrace"))
     assert events[0]["sequence"] == 1
@@ -400,18 +401,20 @@ def test_methods_are_advertised(srv):
     assert {"dos.trace.start", "dos.trace.read", "dos.trace.stop"} <= discovered
 
 
-def test_a_machine_without_the_builtin_dos_is_refused(srv):
+def test_a_machine_without_any_dos_is_refused(srv):
     c = srv.client()
-    for method in ("dos.trace.start", "dos.trace.read", "dos.trace.stop"):
-        err = c.error(method)
-        assert err["code"] == -32602 and err["data"]["reason"] == "UNSUPPORTED", err
-        assert "guest code" in err["message"]
+    err = c.error("dos.trace.start")            # the BIOS's IRET is all INT 21h has
+    assert err["code"] == -32602 and err["data"]["reason"] == "PRECONDITION_FAILED", err
+    assert "no DOS has installed an INT 21h handler" in err["message"]
+    for method in ("dos.trace.read", "dos.trace.stop"):
+        assert c.error(method)["data"]["reason"] == "PRECONDITION_FAILED"
     assert "dos_trace" not in srv.controller.extensions
+    assert not [bp for bp in srv.machine.breakpoints.all() if bp.internal]
 
 
 def test_the_recorder_in_process_refuses_bad_settings(tmp_path):
     class FakeDos:
-        tracer = None
+        tracer = machine = mem = None
     for kwargs in ({"capacity": 0}, {"data_bytes": 5000}, {"classes": ()},
                    {"classes": ("file", "disk")}, {"path_contains": ""}):
         with pytest.raises(ValueError):
@@ -499,3 +502,162 @@ def test_a_snapshot_import_drops_the_trace(srv, workdir, tmp_path):
     assert srv.controller.machine.dos.tracer is None
     assert c.error("dos.trace.read")["data"]["reason"] == "PRECONDITION_FAILED"
     assert run_to_exit(c)["exit_code"] == 7         # the program runs on, untraced
+
+
+# -- a DOS in guest code ----------------------------------------------------------------
+# tests/guest/dos/guestdos.asm: an INT 21h handler of its own at 1000:dos21 and the
+# calls of a program; on the fixture's machine (built-in BIOS, no DOS).
+
+GSEG = 0x1000
+
+
+def guest_offsets():
+    image = progs.program_bytes("guestdos")
+    ready, done, handler = (int.from_bytes(image[i:i + 2], "little") for i in (2, 4, 6))
+    return image, ready, done, handler
+
+
+def end20_offset():
+    return int.from_bytes(progs.program_bytes("guestdos")[8:10], "little")
+
+
+def gseg(offset):
+    return {"space": "segmented", "segment": GSEG, "offset": offset}
+
+
+def load_guest_dos(c):
+    """Load guestdos.bin, run it to "ready" (its handler installed)."""
+    image, ready, done, handler = guest_offsets()
+    c.call("execution.pause")
+    c.call("memory.write", {"address": gseg(0), "data_base64": b64(image)})
+    r = c.call("state.get_registers")
+    c.call("state.set_registers", {
+        "expected_state_revision": r["state_revision"],
+        "expected": {"cs": r["segments"]["cs"], "ip": r["ip"]},
+        "set": {"cs": GSEG, "ip": 0}})
+    bp = c.call("breakpoints.create", {"address": gseg(ready)})
+    assert run_to_exit(c)["kind"] == "breakpoint"
+    c.call("breakpoints.delete", {"breakpoint_id": bp["breakpoint_id"]})
+    return ready, done, handler
+
+
+def guest_calls():
+    """(name, function, args, result) of guestdos.asm's recorded calls."""
+    return [
+        ("open", 0x3D, {"path": "MISSING.DAT", "mode": 0, "access": "read"},
+         {"ok": False, "error": {"code": 2, "name": "file_not_found"}}),
+        ("create", 0x3C, {"path": "NEW.DAT", "attributes": 0}, {"ok": True, "handle": 5}),
+        ("set_dta", 0x1A, {"address": "DTA"}, {"ok": True}),
+        ("read", 0x3F, {"handle": 5, "byte_count": 8, "buffer": "BUF"},
+         {"ok": True, "byte_count": 4, "data_base64": b64(b"DATA")}),
+        ("find_first", 0x4E, {"attributes": 0, "path": "*.DAT"},
+         {"ok": True, "found": {"name": "NEW.DAT", "attributes": 0x20, "size": 4,
+                                "time": 0, "date": 0}}),
+        ("close", 0x3E, {"handle": 5}, {"ok": True}),
+        ("exit", 0x4C, {"exit_code": 3}, {"ok": True}),
+    ]
+
+
+def check_guest_events(events):
+    image = progs.program_bytes("guestdos")
+    expected = guest_calls()
+    assert [(e["name"], e["function"]) for e in events] == [(n, f) for n, f, _a, _r in expected]
+    for e, (name, _f, args, result) in zip(events, expected):
+        assert "psp" not in e and e["interrupt"] == 0x21
+        got = dict(e["args"])
+        for key in ("address", "buffer"):
+            if args.get(key) in ("DTA", "BUF"):
+                assert got[key]["segment"] == GSEG
+                args = dict(args, **{key: got[key]})
+        assert got == args, (name, got, args)
+        assert e["result"] == result, (name, e["result"], result)
+        ret = e["return_address"]
+        assert ret["segment"] == GSEG
+        if name == "close":                      # a far call: no INT instruction there
+            assert "address" not in e
+            assert image[ret["offset"] - 5:ret["offset"] - 2] == b"\x9c\xff\x1e"   # pushf; call far
+        else:
+            assert e["address"] == dict(ret, offset=ret["offset"] - 2)
+            assert image[ret["offset"] - 2:ret["offset"]] == INT21
+    assert [e["sequence"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_guest_dos_is_recorded_at_its_handler(srv):
+    c = srv.client()
+    ready, done, handler = load_guest_dos(c)
+    meta = c.call("dos.trace.start", {"data_bytes": 8})
+    assert meta["dos"] == "guest" and meta["handler"] == gseg(handler)
+    bp = c.call("breakpoints.create", {"address": gseg(done)})
+    stop = run_to_exit(c)
+    assert stop["kind"] == "breakpoint" and stop["breakpoint_id"] == bp["breakpoint_id"]
+    out = read_all(c)
+    check_guest_events(out["events"])
+    assert out["event_count"] == 7 and out["dos"] == "guest"
+    # the recorder's breakpoints never show; stopping removes them all
+    assert [b["breakpoint_id"] for b in c.call("breakpoints.list")["breakpoints"]] == \
+        [bp["breakpoint_id"]]
+    assert any(b.internal for b in srv.machine.breakpoints.all())
+    # INT 20h ends a program too: complete when made
+    r = c.call("state.get_registers")
+    c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
+                                   "expected": {"ip": r["ip"]}, "set": {"ip": end20_offset()}})
+    assert run_to_exit(c)["kind"] == "breakpoint"
+    last = read_all(c)["events"][-1]
+    assert (last["interrupt"], last["name"], last["class"], last["args"], last["result"]) == \
+        (0x20, "terminate", "program", {"exit_code": 0}, {"ok": True})
+    assert "function" not in last and last["address"] == gseg(end20_offset())
+    c.call("dos.trace.stop")
+    assert not [b for b in srv.machine.breakpoints.all() if b.internal]
+    assert read_all(c)["events"][:7] == out["events"]
+
+
+@pytest.mark.parametrize("mode", ["into", "over"])
+def test_a_guest_dos_traced_while_stepping(srv, mode):
+    c = srv.client()
+    ready, done, handler = load_guest_dos(c)
+    c.call("dos.trace.start", {"data_bytes": 8})
+    for _ in range(400):
+        r = c.call("state.get_registers")
+        if r["ip"] == done:
+            break
+        op = c.call("execution.step", {"mode": mode})["operation_id"]
+        c.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
+    else:
+        raise AssertionError("never reached done")
+    check_guest_events(read_all(c)["events"])
+
+
+def test_a_guest_dos_with_breakpoints_on_its_calls(srv):
+    c = srv.client()
+    ready, done, handler = load_guest_dos(c)
+    c.call("dos.trace.start", {"data_bytes": 8, "classes": ["file", "directory", "program"]})
+    c.call("breakpoints.create", {"address": gseg(handler)})           # the handler's entry
+    c.call("breakpoints.create", {"kind": "interrupt",
+                                  "event": {"type": "software_interrupt", "number": "0x21"}})
+    c.call("breakpoints.create", {"address": gseg(done)})
+    kinds = []
+    for _ in range(40):
+        stop = run_to_exit(c)
+        kinds.append(stop["kind"])
+        r = c.call("state.get_registers")
+        if r["ip"] == done:
+            break
+        if r["ip"] == handler and r["general"]["ax"] >> 8 != 0x02:
+            # in the handler: the call is recorded and has not returned
+            last = read_all(c)["events"][-1]
+            assert last["result"] == ({"ok": True} if last["name"] == "exit"
+                                      else {"pending": True}), last
+    assert set(kinds) == {"breakpoint"}
+    check_guest_events(read_all(c)["events"])
+
+
+def test_a_guest_dos_trace_filtered_and_replaced(srv):
+    c = srv.client()
+    ready, done, handler = load_guest_dos(c)
+    c.call("dos.trace.start", {"classes": ["memory"]})
+    c.call("dos.trace.start", {"path_contains": "new.dat"})      # replaces: one set of hooks
+    assert len([h for h in srv.controller.slice_hooks if getattr(h, "_dos_trace", False)]) == 1
+    c.call("breakpoints.create", {"address": gseg(done)})
+    run_to_exit(c)
+    events = read_all(c)["events"]
+    assert [(e["name"], e["result"]["ok"]) for e in events] == [("create", True)]

@@ -160,10 +160,12 @@ class DosMethods(_Group):
     def trace_start(self, *, capacity: int | str | None = None, classes: list[str] | None = None, path_contains: str | None = None, data_bytes: int | str | None = None, rpc_timeout: float | None = None) -> M.DosTraceStartResult:
         """``dos.trace.start``: Start a bounded recorder of the file, directory, program and memory calls the built-in DOS serves (replaces a previous DOS trace).
 
-        Allowed paused or running. Needs the built-in DOS (a PROGRAM, --drive or
-        session.start machine): a DOS booted from a disk serves INT 21h in guest code
-        and is refused with UNSUPPORTED. Bad params change nothing (the previous trace
-        goes on). session.start and machine.snapshot.import drop the trace.
+        Allowed paused or running. With the built-in DOS (a PROGRAM, --drive or
+        session.start machine) the calls are recorded where the DOS serves them; on
+        another machine, at the INT 21h handler the guest DOS installed
+        (PRECONDITION_FAILED before one is installed). Bad params change nothing (the
+        previous trace goes on). session.start and machine.snapshot.import drop the
+        trace.
 
         capacity: 1..65536 events kept, default 4096; the oldest are dropped beyond it.
         classes: Which calls: file (handles, FCBs, rename, attributes, IOCTL), directory

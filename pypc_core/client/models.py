@@ -962,6 +962,8 @@ class DosTraceReadResult(Model):
     classes: list[str]
     data_bytes: int
     path_contains: str | None = None
+    dos: str
+    handler: SegmentedAddress | None = None
     events: list[DosTraceReadResultEvent]
     next_cursor: str | None
 
@@ -974,6 +976,8 @@ class DosTraceReadResult(Model):
         ('classes', 'classes', ('list', 'str'), True),
         ('data_bytes', 'data_bytes', 'int', True),
         ('path_contains', 'path_contains', 'str', False),
+        ('dos', 'dos', 'str', True),
+        ('handler', 'handler', ('model', 'SegmentedAddress'), False),
         ('events', 'events', ('list', ('model', 'DosTraceReadResultEvent')), True),
         ('next_cursor', 'next_cursor', ('optional', 'str'), True),
     )
@@ -987,7 +991,7 @@ class DosTraceReadResultEvent(Model):
     sequence: int
     clock: int
     emulated_time: int
-    psp: int
+    psp: int | None = None
     address: SegmentedAddress | None = None
     return_address: SegmentedAddress
     interrupt: int
@@ -1001,7 +1005,7 @@ class DosTraceReadResultEvent(Model):
         ('sequence', 'sequence', 'int', True),
         ('clock', 'clock', 'int', True),
         ('emulated_time', 'emulated_time', 'int', True),
-        ('psp', 'psp', 'int', True),
+        ('psp', 'psp', 'int', False),
         ('address', 'address', ('model', 'SegmentedAddress'), False),
         ('return_address', 'return_address', ('model', 'SegmentedAddress'), True),
         ('interrupt', 'interrupt', 'int', True),
@@ -1116,9 +1120,10 @@ MODELS['DosTraceReadResultEventArgsFcb'] = DosTraceReadResultEventArgsFcb
 
 @attrs.define(kw_only=True)
 class DosTraceReadResultEventResult(Model):
-    """ok, or error {code, name} (CF=1, AX); not_provided when the built-in DOS lacks the function; the values the call returned."""
+    """ok, or error {code, name} (CF=1, AX); not_provided when the built-in DOS lacks the function; pending while a guest DOS call has not returned; the values the call returned."""
 
-    ok: bool
+    ok: bool | None = None
+    pending: bool | None = None
     error: DosTraceReadResultEventResultError | None = None
     not_provided: bool | None = None
     ctrl_c: bool | None = None
@@ -1143,7 +1148,8 @@ class DosTraceReadResultEventResult(Model):
     largest_paragraphs: int | None = None
 
     _pypc_fields = (
-        ('ok', 'ok', 'bool', True),
+        ('ok', 'ok', 'bool', False),
+        ('pending', 'pending', 'bool', False),
         ('error', 'error', ('model', 'DosTraceReadResultEventResultError'), False),
         ('not_provided', 'not_provided', 'bool', False),
         ('ctrl_c', 'ctrl_c', 'bool', False),
@@ -1167,7 +1173,7 @@ class DosTraceReadResultEventResult(Model):
         ('strategy', 'strategy', 'int', False),
         ('largest_paragraphs', 'largest_paragraphs', 'int', False),
     )
-    _pypc_consts = {'not_provided': True, 'ctrl_c': True}
+    _pypc_consts = {'pending': True, 'not_provided': True, 'ctrl_c': True}
 
 MODELS['DosTraceReadResultEventResult'] = DosTraceReadResultEventResult
 
@@ -1217,6 +1223,8 @@ class DosTraceStartResult(Model):
     classes: list[str]
     data_bytes: int
     path_contains: str | None = None
+    dos: str
+    handler: SegmentedAddress | None = None
 
     _pypc_fields = (
         ('active', 'active', 'bool', True),
@@ -1227,6 +1235,8 @@ class DosTraceStartResult(Model):
         ('classes', 'classes', ('list', 'str'), True),
         ('data_bytes', 'data_bytes', 'int', True),
         ('path_contains', 'path_contains', 'str', False),
+        ('dos', 'dos', 'str', True),
+        ('handler', 'handler', ('model', 'SegmentedAddress'), False),
     )
 
 MODELS['DosTraceStartResult'] = DosTraceStartResult

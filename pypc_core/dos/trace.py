@@ -188,6 +188,8 @@ class DosTrace:
             raise TraceConfigError(f"path_contains must be 1..{MAX_PATH_FILTER} characters",
                                    "path_contains")
         self.dos = dos
+        self.machine = dos.machine if dos is not None else None
+        self.mem = dos.mem if dos is not None else None
         self.capacity = capacity
         self.classes = classes
         self.path_contains = path_contains
@@ -279,10 +281,12 @@ class DosTrace:
     # -- decoding ----------------------------------------------------------------
     def _before(self, r, interrupt, function, name, cls):
         dos = self.dos
-        mem = dos.mem
+        mem = self.mem
         ret_seg, ret_off = mem.rw(linear(r.ss, r.sp + 2)), mem.rw(linear(r.ss, r.sp))
-        event = {"clock": dos.machine.clock(), "psp": dos.current_psp,
-                 "return_address": _segmented(ret_seg, ret_off)}
+        event = {"clock": self.machine.clock()}
+        if dos is not None:
+            event["psp"] = dos.current_psp
+        event["return_address"] = _segmented(ret_seg, ret_off)
         if mem.rb(linear(ret_seg, ret_off - 2)) == 0xCD \
                 and mem.rb(linear(ret_seg, ret_off - 1)) == interrupt:
             event["address"] = _segmented(ret_seg, ret_off - 2)
@@ -385,16 +389,21 @@ class DosTrace:
             args["paragraphs"] = r.dx if event["interrupt"] == 0x21 else (r.dx + 15) // 16
         elif name == "terminate":
             args["exit_code"] = 0
-        mem = self.dos.mem
-        args["parent_psp"] = mem.rw(linear(self.dos.current_psp, 0x16))
+        if self.dos is not None:
+            args["parent_psp"] = self.mem.rw(linear(self.dos.current_psp, 0x16))
+
+    def _asciiz(self, addr, limit):
+        return bytes(self.mem.read(addr, limit)).split(b"\0")[0]
 
     def _read_path(self, seg, off):
-        raw = self.dos.read_asciiz(linear(seg, off), 128)
+        raw = self._asciiz(linear(seg, off), 128)
         return raw, raw.decode("cp437")
 
     def _path_arg(self, args, key, seg, off, must_exist):
         raw, text = self._read_path(seg, off)
         args[key] = text
+        if self.dos is None:
+            return
         where = self._resolve(raw, must_exist)
         if where is not None:
             kind, value = where
@@ -420,6 +429,8 @@ class DosTrace:
         raw, text = self._read_path(r.ds, r.dx)
         args["path"] = text
         dos = self.dos
+        if dos is None:
+            return
         try:
             drive, parts = dos.parse_path(raw, wildcards=True)
             if parts:
@@ -429,6 +440,8 @@ class DosTrace:
 
     def _describe_handle(self, args, handle):
         dos = self.dos
+        if dos is None:
+            return
         try:
             idx, entry = dos.handle_entry(handle)
         except DosError:
@@ -443,12 +456,12 @@ class DosTrace:
             args["path"] = seen[1]
 
     def _fcb_name(self, addr):
-        raw = bytes(self.dos.mem.read(addr, 11)).decode("cp437")
+        raw = bytes(self.mem.read(addr, 11)).decode("cp437")
         base, ext = raw[:8].rstrip(), raw[8:].rstrip()
         return base + ("." + ext if ext else "")
 
     def _fcb(self, addr):
-        mem = self.dos.mem
+        mem = self.mem
         extended = mem.rb(addr) == 0xFF
         out = {"address": addr, "extended": extended}
         if extended:
@@ -459,7 +472,7 @@ class DosTrace:
         return out
 
     def _exec_args(self, args, r):
-        mem = self.dos.mem
+        mem = self.mem
         args["subfunction"] = r.al
         self._path_arg(args, "path", r.ds, r.dx, must_exist=True)
         block = linear(r.es, r.bx)
@@ -472,13 +485,18 @@ class DosTrace:
             args["load_segment"] = mem.rw(block)
             args["relocation_factor"] = mem.rw(block + 2)
 
+    def _dta(self):
+        """Linear address of the DTA searches fill."""
+        return linear(*self.dos.dta)
+
     def _data(self, seg, off, count):
         n = min(count, self.data_bytes)
-        return base64.b64encode(bytes(self.dos.mem.read(linear(seg, off), n))).decode() \
+        return base64.b64encode(bytes(self.mem.read(linear(seg, off), n))).decode() \
             if n else None
 
-    def _after(self, event, r, result):
-        regs_in = event.pop("_in")
+    def _after(self, event, r, result, regs_in=None):
+        if regs_in is None:
+            regs_in = event.pop("_in")
         res = {}
         event["result"] = res
         if event["interrupt"] != 0x21:
@@ -492,7 +510,7 @@ class DosTrace:
             res["ok"] = False
             res["ctrl_c"] = True
             return
-        provided = ah in SERVED
+        provided = self.dos is None or ah in SERVED
         if ah in _FCB:
             res["ok"] = r.al != 0xFF
             if not provided:
@@ -514,7 +532,7 @@ class DosTrace:
         dos = self.dos
         if ah in (0x3C, 0x3D, 0x5A, 0x5B, 0x45, 0x6C):
             res["handle"] = r.ax
-            if ah != 0x45:
+            if ah != 0x45 and dos is not None:
                 try:
                     idx, entry = dos.handle_entry(r.ax)
                 except DosError:
@@ -543,15 +561,15 @@ class DosTrace:
         elif ah == 0x57 and args.get("subfunction") == 0:
             res["time"], res["date"] = r.cx, r.dx
         elif ah == 0x47:
-            raw = dos.read_asciiz(linear(regs_in["ds"], regs_in["si"]), 64)
+            raw = self._asciiz(linear(regs_in["ds"], regs_in["si"]), 64)
             res["path"] = raw.decode("cp437")
-        elif ah in (0x4E, 0x4F):
-            dta = linear(*dos.dta)
-            mem = dos.mem
-            res["found"] = {"name": dos.read_asciiz(dta + 30, 13).decode("cp437"),
+        elif ah in (0x4E, 0x4F) and self._dta() is not None:
+            dta = self._dta()
+            mem = self.mem
+            res["found"] = {"name": self._asciiz(dta + 30, 13).decode("cp437"),
                             "attributes": mem.rb(dta + 21), "size": mem.rd(dta + 26),
                             "time": mem.rw(dta + 22), "date": mem.rw(dta + 24)}
-        elif ah == 0x4B:
+        elif ah == 0x4B and dos is not None:
             sub = args.get("subfunction")
             if sub == 0x00:
                 res["child_psp"] = dos.current_psp

@@ -17,6 +17,7 @@ PROGRAMS = {
     "sysfn": "sysfn.com",
     "stepover": "stepover.com",
     "dostrace": "dostrace.com",
+    "guestdos": "guestdos.bin",
     "breakme": "breakme.com",
 }
 
