@@ -661,3 +661,42 @@ def test_a_guest_dos_trace_filtered_and_replaced(srv):
     run_to_exit(c)
     events = read_all(c)["events"]
     assert [(e["name"], e["result"]["ok"]) for e in events] == [("create", True)]
+
+
+def _local_images():
+    from test_dos_images_local import IMAGES, find_images
+    return find_images(IMAGES)
+
+
+LOCAL_IMAGES, LOCAL_SKIP = _local_images()
+
+
+@pytest.mark.skipif(LOCAL_SKIP is not None, reason=LOCAL_SKIP or "")
+@pytest.mark.parametrize("image", LOCAL_IMAGES or [None],
+                         ids=[p.name for p in LOCAL_IMAGES] or ["none"])
+def test_a_real_dos_from_a_boot_floppy(image):
+    """PYPC_DOS_IMAGES=folder (see test_dos_images_local.py): the DOS's own
+    INT 21h handler, recorded while its shell runs a second shell."""
+    from pypc_core.dos.guest_trace import GuestDosTrace
+    from pypc_core.machine import Machine, MachineConfig
+    with Machine(MachineConfig(floppy_a=str(image), cow=True)) as m:
+        assert m.run_until_text("A:\\>", 120), "\n".join(m.screen_text())
+        for _ in range(20):
+            m.run_seconds(0.05)
+        rec = GuestDosTrace(m, classes=("file", "program"))
+        rec.start()
+        m.type_text("command /c ver\r")
+        for _ in range(120):
+            m.run_seconds(0.5)
+            if any(e["name"] == "exit" for e in rec.events) and m.waiting_for_key():
+                break
+        events = list(rec.events)
+        rec.stop()
+    execs = [e for e in events if e["name"] == "exec"]
+    assert len(execs) == 1, events
+    assert execs[0]["args"]["path"].upper().endswith("COMMAND.COM")
+    assert execs[0]["args"]["command_tail"] == " /c ver"
+    assert execs[0]["result"] == {"ok": True}
+    after = events[events.index(execs[0]) + 1:]
+    assert [e["name"] for e in after if e["class"] == "program"][:1] == ["exit"]
+    assert not [e for e in events if e["result"].get("pending")]

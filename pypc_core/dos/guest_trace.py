@@ -40,6 +40,7 @@ from ..firmware.memio import Mem, linear
 from .trace import DosTrace, _Snap
 
 MAX_PENDING = 64                    # calls waiting for their return
+MAX_IDLE_RETURNS = 32               # return observers kept with no call waiting
 TERMINATING = (0x00, 0x31, 0x4C)
 IRET = 0xCF
 GUEST_TRAPS = {0x20: "terminate", 0x27: "keep"}
@@ -143,11 +144,13 @@ class GuestDosTrace(DosTrace):
         if signature == self._last_arrival:
             return                          # the same arrival seen again
         self._last_arrival = signature
-        # returns already complete: their observers can go now (not while the
-        # machine is at them, which would leave its one-shot skip unused)
-        for address in [a for a in self._observers
-                        if a not in self._entries and a not in self._pending]:
-            self._unobserve(address)
+        # observers of returns no call waits for stay (a call site is
+        # usually called again) until there are too many; they go here, not
+        # while the machine is at one (its one-shot skip would stay unused)
+        if len(self._observers) > len(self._entries) + MAX_IDLE_RETURNS:
+            for address in [a for a in self._observers
+                            if a not in self._entries and a not in self._pending]:
+                self._unobserve(address)
         if number == 0x21:
             ah = q.ah
             if ah == 0x1A:
