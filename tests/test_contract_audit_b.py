@@ -694,3 +694,23 @@ def test_hardware_trace_stop_reports_metadata_and_keeps_events(c):
     assert [e["value"] for e in page["events"]] == [2, 3]
     assert page["next_cursor"] == "hardware-3"
     assert c.call("hardware.trace.read", {"cursor": "hardware-3"})["events"] == []
+
+
+def test_a_suppressed_match_after_a_pause_counts_once(c):
+    # C413 "hit_count counts condition matches": a pass at the address where
+    # a pause left the CPU is counted once when execution resumes
+    regs = load(c, LOOP, ip=3)
+    c.call("state.set_registers", {"expected_state_revision": regs["state_revision"],
+                                   "expected": {"ax": regs["general"]["ax"]}, "set": {"ax": 0}})
+    c.call("breakpoints.create", {"address": seg(3), "hit_filter": {"skip": 1, "every": 1}})
+    stop = run_to_stop(c)
+    assert stop["hit_count"] == 2 and stop["registers"]["general"]["ax"] == 1
+
+
+def test_hit_counts_stay_exact_across_many_slices(c):
+    # C413: every pass is one match, whichever slice boundary it falls on
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(3), "hit_filter": {"skip": 20000,
+                                                                     "every": 1}})
+    stop = run_to_stop(c)
+    assert stop["hit_count"] == 20001 and stop["registers"]["general"]["ax"] == 20000

@@ -131,7 +131,12 @@ def check_at_boundary(machine):
         stop = machine._handle_exit(S.EXIT_BREAKPOINT)
         if stop is not None:
             return stop
-    return check_int_at_boundary(machine)
+    stop = check_int_at_boundary(machine)
+    if stop is None:
+        # judged here (a suppressed match counted): the run that follows
+        # must not judge the same pass again
+        machine._resume_pc = pc
+    return stop
 
 
 def check_int_at_boundary(machine):
