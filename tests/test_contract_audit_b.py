@@ -714,3 +714,146 @@ def test_hit_counts_stay_exact_across_many_slices(c):
                                                                      "every": 1}})
     stop = run_to_stop(c)
     assert stop["hit_count"] == 20001 and stop["registers"]["general"]["ax"] == 20000
+
+
+# -- serial.status / write / read (C596-C608) -------------------------------------
+
+@pytest.fixture
+def com1():
+    if "uart" not in AVAILABLE:
+        pytest.skip("the uart device plugin is not installed")
+    f = RpcFixture(plugins=["cga", "uart"])
+    yield f
+    f.close()
+
+
+def test_serial_status_fields(com1):
+    # C598: port, base, irq, divisor, lcr, mcr, rx_pending, tx_start, tx_next,
+    # transport and wire_timing; COMPAT serial: the values
+    c = com1.client()
+    st = c.call("serial.status")
+    assert set(st) == {"port", "base", "irq", "divisor", "lcr", "mcr", "rx_pending",
+                       "tx_start", "tx_next", "transport", "wire_timing"}
+    assert (st["port"], st["base"], st["irq"]) == ("COM1", 0x3F8, 4)
+    assert st["transport"] == "flow-controlled-rpc"
+    # pypc's UART models the baud rate (docs/rpc.md), so it says so: the
+    # contract's false describes an emulator without wire timing
+    assert st["wire_timing"] is True
+    assert (st["rx_pending"], st["tx_start"], st["tx_next"]) == (0, 0, 0)
+
+
+def program_uart(c, divisor=12):
+    """8N1 at 115200 / divisor baud (the BIOS leaves COM1 alone)."""
+    for port, value in ((0x3FB, 0x80), (0x3F8, divisor), (0x3F9, 0), (0x3FB, 0x03)):
+        c.call("io.write", {"port": port, "value": value})
+
+
+def run_ns(c, ns):
+    wait(c, c.call("execution.run_until", {"max_emulated_ns": ns})["operation_id"])
+
+
+def test_serial_input_waits_for_the_guest_to_read_it(com1):
+    # C598: "queued input waits until the guest reads its receive register"
+    c = com1.client()
+    c.call("execution.pause")
+    program_uart(c)
+    c.call("serial.write", {"data_base64": b64(b"abc")})
+    run_ns(c, 50_000_000)                       # many character times
+    assert c.call("serial.status")["rx_pending"] == 3         # nobody read it
+    got = [c.call("io.read", {"port": 0x3F8})["value"]]
+    assert c.call("serial.status")["rx_pending"] == 2
+    run_ns(c, 5_000_000)
+    got.append(c.call("io.read", {"port": 0x3F8})["value"])
+    assert got == [ord("a"), ord("b")]
+    assert c.call("serial.status")["rx_pending"] == 1
+
+
+def test_serial_write_is_allowed_while_running(com1):
+    # C602: "Calls remain supported while running or paused"
+    c = com1.client()
+    assert c.call("session.status")["state"] == "running"
+    out = c.call("serial.write", {"data_base64": "Ug0="})
+    assert out["accepted"] == 2 and out["rx_pending"] == 2
+    assert c.call("serial.read", {"offset": 0})["offset"] == 0
+    assert c.call("serial.status")["rx_pending"] == 2
+
+
+def test_serial_write_fills_the_queue_and_then_refuses(com1):
+    # C602: it "refuses a full 65536-byte input queue"; "rejected input
+    # preserves the UART, machine and revision".  (accepted counts the bytes
+    # that fit: 2 sent into room for 1 accepts 1, as the result's field says)
+    c = com1.client()
+    c.call("execution.pause")
+    for _ in range(15):
+        c.call("serial.write", {"data_base64": b64(bytes(4096))})
+    c.call("serial.write", {"data_base64": b64(bytes(4095))})
+    before = c.call("state.get")
+    assert c.call("serial.status")["rx_pending"] == 65535
+    out = c.call("serial.write", {"data_base64": b64(b"xy")})
+    assert out == {"accepted": 1, "rx_pending": 65536,
+                   "state_revision": before["state_revision"] + 1}
+    full = (c.call("serial.status"), c.call("state.get"))
+    err = c.error("serial.write", {"data_base64": b64(b"z")})
+    assert err["code"] == -32602
+    assert (c.call("serial.status"), c.call("state.get")) == full
+
+
+# the guest sends 65,552 bytes (0, 1, 2, ... mod 256) at 115200 baud, waiting
+# for THR empty before each: DLAB, divisor 1, 8N1, then two bursts (CX = 0:
+# 65,536 bytes, CX = 16) of "wait for LSR bit 5, OUT 3F8h, INC BL"; then jmp $
+# at 0023h
+TX_CODE = bytes.fromhex("bafb03b080eebaf803b001ee42b000eebafb03b003ee31db31c9e80800b91000"
+                        "e80200ebfebafd03eca82074fbbaf80388d8eefec3e2eec3")
+
+
+def test_serial_read_defaults_and_the_retained_window(com1):
+    # C606: output retains the last 65536 bytes; "an offset before tx_start
+    # fails explicitly"; reads are repeatable; C604 params default to offset
+    # 0 and max_bytes 4096
+    c = com1.client()
+    load(c, TX_CODE)
+    op = c.call("execution.run_until", {"predicate": {"address": seg(0x23)}})["operation_id"]
+    for _ in range(10):
+        done = c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})
+        if done.get("state") == "stopped":
+            break
+    assert done["stop_reason"]["kind"] == "run_until"
+    run_ns(c, 1_000_000)                        # the last byte leaves the shift register
+    st = c.call("serial.status")
+    assert (st["tx_start"], st["tx_next"]) == (16, 65552)
+    assert c.error("serial.read", {"offset": 15})["code"] == -32602
+    assert c.error("serial.read", {})["code"] == -32602        # offset 0 is gone too
+    first = c.call("serial.read", {"offset": 16})
+    assert first == c.call("serial.read", {"offset": 16, "max_bytes": 4096})
+    data = base64.b64decode(first["data_base64"])
+    assert len(data) == 4096 and data[:3] == bytes([16, 17, 18])
+    assert first["next_offset"] == 16 + 4096
+    whole = c.call("serial.read", {"offset": 16, "max_bytes": 65536})
+    assert whole["next_offset"] == 65552
+    assert base64.b64decode(whole["data_base64"]) == bytes(i & 0xFF for i in range(16, 65552))
+
+
+def test_serial_state_is_in_a_machine_snapshot(com1, tmp_path):
+    # C606: "The UART and both queues are included in machine snapshot
+    # version 3, including offsets"
+    c = com1.client()
+    c.call("execution.pause")
+    program_uart(c)
+    c.call("io.write", {"port": 0x3F8, "value": ord("Q")})    # output ring: "Q"
+    c.call("serial.write", {"data_base64": b64(b"in")})
+    run_ns(c, 5_000_000)
+    saved = c.call("serial.status")
+    rev = c.call("session.status")["state_revision"]
+    out = c.call("machine.snapshot.export", {"path": str(tmp_path / "s.zip"),
+                                             "expected_state_revision": rev})
+    c.call("serial.write", {"data_base64": b64(b"more")})
+    c.call("io.write", {"port": 0x3F8, "value": ord("R")})
+    c.call("io.write", {"port": 0x3FB, "value": 0x1B})
+    rev = c.call("session.status")["state_revision"]
+    c.call("machine.snapshot.import", {"path": out["path"], "disk_root": str(tmp_path / "d"),
+                                       "expected_sha256": out["sha256"],
+                                       "expected_state_revision": rev})
+    assert c.call("serial.status") == saved
+    assert c.call("serial.read", {"offset": 0}) == {"offset": 0, "next_offset": 1,
+                                                     "data_base64": b64(b"Q")}
+    assert c.call("io.read", {"port": 0x3F8})["value"] == ord("i")
