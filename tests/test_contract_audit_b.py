@@ -857,3 +857,201 @@ def test_serial_state_is_in_a_machine_snapshot(com1, tmp_path):
     assert c.call("serial.read", {"offset": 0}) == {"offset": 0, "next_offset": 1,
                                                      "data_base64": b64(b"Q")}
     assert c.call("io.read", {"port": 0x3F8})["value"] == ord("i")
+
+
+# -- machine.snapshot.export / import (C575-C594) ---------------------------------
+
+def paused_revision(c):
+    c.call("execution.pause")
+    return c.call("session.status")["state_revision"]
+
+
+def export(c, path, **extra):
+    return c.call("machine.snapshot.export", dict(
+        path=str(path), expected_state_revision=paused_revision(c), **extra))
+
+
+def import_(c, out, root, **extra):
+    params = dict(path=out["path"], disk_root=str(root), expected_sha256=out["sha256"],
+                  expected_state_revision=paused_revision(c))
+    params.update(extra)
+    return c.call("machine.snapshot.import", params)
+
+
+@pytest.mark.parametrize("mode", [None, "auto", "embed", "reference", "reference-files"])
+def test_export_disk_modes_and_result(c, tmp_path, mode):
+    # C579: optional disk_mode auto (default), embed, reference or
+    # reference-files; the result is path, archive bytes/sha256 and the current
+    # revision; "The ZIP contains JSON plus hashed binary payloads"
+    extra = {} if mode is None else {"disk_mode": mode}
+    rev = paused_revision(c)
+    out = export(c, tmp_path / "m.zip", **extra)
+    assert set(out) == {"path", "bytes", "sha256", "state_revision"}
+    assert out["state_revision"] == rev
+    data = (tmp_path / "m.zip").read_bytes()
+    assert out["bytes"] == len(data) and out["sha256"] == hashlib.sha256(data).hexdigest()
+    with zipfile.ZipFile(tmp_path / "m.zip") as z:
+        names = z.namelist()
+        assert any(n.endswith(".json") for n in names)
+        assert any(not n.endswith(".json") for n in names)
+
+
+def test_snapshot_methods_need_a_paused_machine_and_the_revision(c, tmp_path):
+    # C577: "Both methods require a paused machine and expected_state_revision
+    # equal to session.status.state_revision"
+    out = export(c, tmp_path / "m.zip")
+    c.call("execution.continue")
+    err = c.error("machine.snapshot.import", {
+        "path": out["path"], "disk_root": str(tmp_path / "d"), "expected_sha256": out["sha256"],
+        "expected_state_revision": 0})
+    assert err["code"] == -32602 and err["data"]["reason"] == "TARGET_NOT_PAUSED"
+    rev = paused_revision(c)
+    for method, params in (
+            ("machine.snapshot.export", {"path": str(tmp_path / "n.zip")}),
+            ("machine.snapshot.import", {"path": out["path"], "disk_root": str(tmp_path / "d"),
+                                         "expected_sha256": out["sha256"]})):
+        assert c.error(method, params)["code"] == -32602
+    assert not (tmp_path / "n.zip").exists() and not (tmp_path / "d").exists()
+    assert c.call("session.status")["state_revision"] == rev
+
+
+def test_a_failed_export_publishes_nothing(c, tmp_path):
+    # C594: "A failed archive write leaves no published archive"
+    rev = paused_revision(c)
+    err = c.error("machine.snapshot.export", {"path": str(tmp_path / "no" / "m.zip"),
+                                              "expected_state_revision": rev})
+    assert err["code"] in (-32602, -32603)
+    assert os.listdir(tmp_path) == []
+    assert c.call("session.status")["state_revision"] == rev
+
+
+def test_import_clears_journals_and_keeps_identities(c, tmp_path):
+    # C590: pending operations, instruction and hardware trace journals (and
+    # the video history: C327) are cleared; "Revision and operation
+    # identifiers remain host-session identities and are not rewound"
+    load(c, LOOP)
+    out = export(c, tmp_path / "m.zip")
+    c.call("trace.start", {"instruction_count": 5})
+    c.call("hardware.trace.start")
+    c.call("video.history.start")
+    last = c.call("execution.step")["operation_id"]
+    c.call("execution.wait", {"operation_id": last})
+    res = import_(c, out, tmp_path / "d")
+    assert res["stop_reason"]["kind"] == "machine_snapshot_restored"
+    for method in ("trace.read", "hardware.trace.read"):
+        assert c.error(method)["code"] == -32602
+    assert c.error("video.history.read", {"history_id": "video-1"})["code"] == -32602
+    nxt = c.call("execution.step")["operation_id"]
+    assert int(nxt.split("-")[1]) > int(last.split("-")[1])
+
+
+def test_import_keeps_breakpoint_hit_counts(c, tmp_path):
+    # C584: preserve_breakpoints (default true) retains "permanent host
+    # breakpoint definitions and hit counters"
+    load(c, LOOP)
+    out = export(c, tmp_path / "m.zip")
+    c.call("breakpoints.create", {"address": seg(4)})
+    run_to_stop(c), run_to_stop(c)
+    before = c.call("breakpoints.list")
+    assert before["breakpoints"][0]["hit_count"] == 2
+    import_(c, out, tmp_path / "d")
+    assert c.call("breakpoints.list") == before
+    stop = run_to_stop(c)                       # the restored loop runs into it again
+    assert stop["hit_count"] == 3 and stop["registers"]["general"]["ax"] == 1
+
+
+def test_import_of_a_malformed_bundle_changes_nothing(c, tmp_path):
+    # C592: "Malformed bundles/hashes are rejected before live installation"
+    # with -32602 ("Invalid checksums ... remain -32602")
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(b"PK\x03\x04 this is not a machine bundle")
+    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
+    rev = paused_revision(c)
+    regs = c.call("state.get_registers")
+    err = c.error("machine.snapshot.import", {
+        "path": str(bad), "disk_root": str(tmp_path / "d"), "expected_sha256": digest,
+        "expected_state_revision": rev})
+    assert err["code"] == -32602
+    assert c.call("state.get_registers") == regs
+    assert not (tmp_path / "d").exists()
+
+
+def test_import_refuses_another_video_adapter(tmp_path):
+    # C586: "the live video adapter type must match"
+    if "vga" not in AVAILABLE:
+        pytest.skip("the vga device plugin is not installed")
+    vga = RpcFixture(plugins=["vga"])
+    try:
+        out = export(vga.client(), tmp_path / "vga.zip")
+    finally:
+        vga.close()
+    cga = RpcFixture()
+    try:
+        c = cga.client()
+        rev = paused_revision(c)
+        regs = c.call("state.get_registers")
+        err = c.error("machine.snapshot.import", {
+            "path": out["path"], "disk_root": str(tmp_path / "d"),
+            "expected_sha256": out["sha256"], "expected_state_revision": rev})
+        assert err["code"] == -32602
+        assert c.call("state.get_registers") == regs
+    finally:
+        cga.close()
+
+
+def test_import_refuses_another_game_port_presence(tmp_path):
+    # C588: "Import requires the same game-port presence as the live machine"
+    if "gameport" not in AVAILABLE:
+        pytest.skip("the gameport device plugin is not installed")
+    with_port = RpcFixture(plugins=["cga", "gameport"])
+    try:
+        out = export(with_port.client(), tmp_path / "gp.zip")
+    finally:
+        with_port.close()
+    plain = RpcFixture()
+    try:
+        c = plain.client()
+        rev = paused_revision(c)
+        err = c.error("machine.snapshot.import", {
+            "path": out["path"], "disk_root": str(tmp_path / "d"),
+            "expected_sha256": out["sha256"], "expected_state_revision": rev})
+        assert err["code"] == -32602
+        assert c.call("session.status")["state_revision"] == rev
+    finally:
+        plain.close()
+
+
+def test_referenced_disk_images_must_match(tmp_path):
+    # C580: "Referenced images must match saved size and SHA-256"; C582:
+    # import copies a verified reference into a new writable disk; C592:
+    # reference host-file open failures are -32603, mismatches -32602
+    if "fdc" not in AVAILABLE:
+        pytest.skip("the fdc device plugin is not installed")
+    image = tmp_path / "a.img"
+    image.write_bytes(bytes(range(256)) * (368640 // 256))
+    fx = RpcFixture(plugins=["cga", "fdc"], floppy_a=str(image))
+    try:
+        c = fx.client()
+        out = export(c, tmp_path / "m.zip", disk_mode="reference")
+        with zipfile.ZipFile(out["path"]) as z:
+            assert not any(n.startswith("disks/") for n in z.namelist())   # by reference
+        other = tmp_path / "b.img"
+        other.write_bytes(image.read_bytes()[:-1] + b"\x01")
+        rev = paused_revision(c)
+        base = {"path": out["path"], "expected_sha256": out["sha256"],
+                "expected_state_revision": rev}
+        err = c.error("machine.snapshot.import", dict(base, disk_root=str(tmp_path / "d1"),
+                                                       references={"0": str(other)}))
+        assert err["code"] == -32602
+        err = c.error("machine.snapshot.import", dict(base, disk_root=str(tmp_path / "d2"),
+                                                       references={"0": str(tmp_path / "x")}))
+        assert err["code"] == -32603
+        assert not (tmp_path / "d1").exists() and not (tmp_path / "d2").exists()
+        assert c.call("session.status")["state_revision"] == rev
+        res = c.call("machine.snapshot.import", dict(base, disk_root=str(tmp_path / "d3"),
+                                                     references={"0": str(image)}))
+        assert res["state_revision"] == rev + 1
+        made = [os.path.join(d, f) for d, _, fs in os.walk(tmp_path / "d3") for f in fs]
+        assert len(made) == 1 and open(made[0], "rb").read() == image.read_bytes()
+    finally:
+        fx.close()
