@@ -14,7 +14,8 @@ What is generated:
   definitions keep their ``defs.json`` name, ``memory_block`` ->
   ``MemoryBlock``; inline objects are named after where they appear,
   ``execution.wait``'s stopped variant -> ``ExecutionWaitResultStopped``);
-  a string property ``X_base64`` is the ``bytes`` attribute ``X``.
+  a string property ``X_base64`` is the ``bytes`` attribute ``X`` (``bytes |
+  None`` when the schema allows null).
 * ``errors.py`` -- one exception class per ``error.data.reason`` of the
   server's error model (``TARGET_RUNNING`` -> ``TargetRunning``), all
   subclasses of ``RpcError``.
@@ -214,6 +215,10 @@ class _Types:
             if (prop.endswith("_base64") and spec == "str"
                     and prop[:-len("_base64")] not in props):
                 attr, ann, spec = ident(prop[:-len("_base64")]), "bytes", "bytes"
+            elif (prop.endswith("_base64") and spec == ("optional", "str")
+                    and prop[:-len("_base64")] not in props):
+                attr, ann, spec = (ident(prop[:-len("_base64")]), "bytes | None",
+                                   ("optional", "bytes"))
             if attr in attrs_used:
                 attr += "_"
             attrs_used.add(attr)

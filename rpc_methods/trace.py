@@ -19,6 +19,7 @@ from pypc_core.cpu import state as S
 from pypc_core.rpc import params as P
 from pypc_core.rpc.controller import flags_text
 from pypc_core.rpc.errors import invalid
+from pypc_core.rpc.stops import device_backed
 
 MAX_EVENTS = 65536
 DEFAULT_EVENTS = 256
@@ -76,6 +77,7 @@ class CpuTrace:
         recs = mt.read(start, min(end + 1, mt.total) - start)
         buf = self.ctl.cpu.trace_buf
         ports = self.ctl.machine.ports
+        memory = self.ctl.machine.memory
         out = []
         for i in range(end - start):
             rec = recs[i]
@@ -93,7 +95,7 @@ class CpuTrace:
                   "physical": rec["linear"], "opcode_hex": raw.hex(),
                   "clock_before": rec["cycles"], "clock_after": clock_after,
                   "clock_delta": clock_after - rec["cycles"],
-                  "effects": [x for e in rec.get("effects", []) for x in _effects(e, ports)]}
+                  "effects": [x for e in rec.get("effects", []) for x in _effects(e, ports, memory)]}
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":
@@ -119,16 +121,19 @@ def _b64(value):
     return base64.b64encode(bytes([value & 0xFF])).decode()
 
 
-def _effects(e, ports):
+def _effects(e, ports, memory):
     """The contract's effects of one recorded effect: one per byte (a word
-    IN or OUT is the 8088's two byte transfers, port then port + 1)."""
+    IN or OUT is the 8088's two byte transfers, port then port + 1).  A
+    write to a device-backed byte (a memory-mapped handler) has no before
+    value: the device cannot be read without side effects."""
     kind = e["kind"]
     if kind == "mem_read":
         return [{"kind": "memory_read", "address": {"space": "linear", "offset": e["address"]},
                  "byte_count": 1, "data_base64": _b64(e["value"])}]
     if kind == "mem_write":
+        before = None if device_backed(memory, e["address"]) else _b64(e["old"])
         return [{"kind": "memory_write", "address": {"space": "linear", "offset": e["address"]},
-                 "byte_count": 1, "before_base64": _b64(e["old"]),
+                 "byte_count": 1, "before_base64": before,
                  "after_base64": _b64(e["value"])}]
     out = []
     for k in range(e["width"]):

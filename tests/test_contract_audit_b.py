@@ -1055,3 +1055,40 @@ def test_referenced_disk_images_must_match(tmp_path):
         assert len(made) == 1 and open(made[0], "rb").read() == image.read_bytes()
     finally:
         fx.close()
+
+
+# -- device-backed memory (C413, COMPAT Stop reasons and Traces) -------------------
+
+def test_a_device_backed_write_has_no_old_value(tmp_path):
+    # C413: "Device-backed writes expose no old value when the device cannot
+    # be read without side effects"; COMPAT Traces: before_base64 is null for
+    # them.  The VGA's A0000h window is served by the card on every access.
+    if "vga" not in AVAILABLE:
+        pytest.skip("the vga device plugin is not installed")
+    fx = RpcFixture(plugins=["vga"])
+    try:
+        c = fx.client()
+        # mov ax,0A000h / mov ds,ax / mov byte [0],5Ah / mov al,[0] / jmp $
+        load(c, bytes.fromhex("B800A0 8ED8 C60600005A A00000 EBFE"))
+        c.call("breakpoints.create", {"kind": "memory_access",
+                                      "address": {"space": "linear", "offset": 0xA0000}})
+        c.call("trace.start", {"detail": "csip", "instruction_count": 4})
+        write = run_to_stop(c)["access"]
+        assert write["kind"] == "memory_write" and write["new_value"] == 0x5A
+        assert "old_value" not in write
+        read = run_to_stop(c)["access"]
+        assert read["kind"] == "memory_read" and read["old_value"] == read["new_value"]
+        step(c)
+        effects = [e["effects"] for e in c.call("trace.read")["events"]]
+        assert effects[2] == [{"kind": "memory_write",
+                               "address": {"space": "linear", "offset": 0xA0000},
+                               "byte_count": 1, "before_base64": None,
+                               "after_base64": b64(b"\x5a")}]
+        # RAM keeps its before value
+        load(c, bytes.fromhex("C60600025A EBFE"))      # mov byte [200h],5Ah
+        c.call("trace.start", {"detail": "csip", "instruction_count": 1})
+        step(c)
+        (effect,) = c.call("trace.read")["events"][0]["effects"]
+        assert effect["before_base64"] is not None
+    finally:
+        fx.close()

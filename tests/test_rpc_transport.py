@@ -241,7 +241,9 @@ PARAM_ONLY_DEFS = {"number", "address", "address_object", "video_selection",
 NULLABLE = {("session.status", "/properties/last_stop/anyOf/1"),
             ("hardware.trace.read", "/properties/next_cursor/anyOf/1"),
             ("dos.trace.read", "/properties/next_cursor/anyOf/1"),
-            ("video.history.read", "/properties/next_cursor/anyOf/1")}
+            ("video.history.read", "/properties/next_cursor/anyOf/1"),
+            # COMPAT Traces: before_base64 is null for a device-backed byte
+            ("defs:trace_effect", "/anyOf/1/properties/before_base64")}
 
 
 def test_result_schemas_are_closed():

@@ -576,14 +576,14 @@ class TraceEffectMemoryWrite(Model):
     kind: str
     address: LinearAddress
     byte_count: int
-    before: bytes
+    before: bytes | None
     after: bytes
 
     _pypc_fields = (
         ('kind', 'kind', 'str', True),
         ('address', 'address', ('model', 'LinearAddress'), True),
         ('byte_count', 'byte_count', 'int', True),
-        ('before_base64', 'before', 'bytes', True),
+        ('before_base64', 'before', ('optional', 'bytes'), True),
         ('after_base64', 'after', 'bytes', True),
     )
     _pypc_consts = {'kind': 'memory_write', 'byte_count': 1}

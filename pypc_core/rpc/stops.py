@@ -9,6 +9,7 @@ the table's id, so descriptors and stops show the client's own terms."""
 
 import attrs
 
+from ..bus.memory import KIND_HANDLER, PAGE_SHIFT
 from ..cpu import state as S
 
 NS_PER_CYCLE_NUM = 1_000_000_000
@@ -48,6 +49,13 @@ class BreakpointMeta:
         if self.condition is not None:
             d["condition"] = dict(self.condition)
         return d
+
+
+def device_backed(memory, linear):
+    """Whether the byte at ``linear`` belongs to a memory-mapped device
+    handler (every access calls the device; the RAM array under it is not
+    the device's value), so a write's old value cannot be known."""
+    return memory.page_kind[(int(linear) & 0xFFFFF) >> PAGE_SHIFT] == KIND_HANDLER
 
 
 def segmented(cs, ip):
@@ -95,7 +103,8 @@ def contract_stop(ctl, stop):
                   "byte_count": int(acc.get("width", 1)),
                   "instruction_address": segmented(acc["cs"], acc["ip"]),
                   "new_value": int(acc["value"])}
-        if acc.get("old") is not None:
+        if acc.get("old") is not None and not (
+                acc["kind"] != "read" and device_backed(ctl.machine.memory, acc["address"])):
             access["old_value"] = int(acc["old"])
         fields["access"] = access
     return ctl.make_stop(kind, **fields)
