@@ -282,14 +282,16 @@ class DosTrace:
     def _before(self, r, interrupt, function, name, cls):
         dos = self.dos
         mem = self.mem
-        ret_seg, ret_off = mem.rw(linear(r.ss, r.sp + 2)), mem.rw(linear(r.ss, r.sp))
+        ret_seg = mem.rw(linear(r.ss, (r.sp + 2) & 0xFFFF))
+        ret_off = mem.rw(linear(r.ss, r.sp))
         event = {"clock": self.machine.clock()}
         if dos is not None:
             event["psp"] = dos.current_psp
         event["return_address"] = _segmented(ret_seg, ret_off)
-        if mem.rb(linear(ret_seg, ret_off - 2)) == 0xCD \
-                and mem.rb(linear(ret_seg, ret_off - 1)) == interrupt:
-            event["address"] = _segmented(ret_seg, ret_off - 2)
+        at = (ret_off - 2) & 0xFFFF             # the INT n before the return, if one is
+        if mem.rb(linear(ret_seg, at)) == 0xCD \
+                and mem.rb(linear(ret_seg, (at + 1) & 0xFFFF)) == interrupt:
+            event["address"] = _segmented(ret_seg, at)
         event["interrupt"] = interrupt
         if function is not None:
             event["function"] = function
