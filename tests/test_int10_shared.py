@@ -26,10 +26,14 @@ def m(request):
 
 
 def call(m, **regs):
+    """INT 10h as a guest's reaches the BIOS: the trap in the ROM's entry
+    stub, with ``regs`` in the CPU; returns the registers after it."""
+    trap = next(addr for addr, name in m.bios.trap_addresses.items() if name == "int10")
     r = Registers(m.cpu.regs)
     for name, value in regs.items():
         setattr(r, name, value)
-    m.bios.video.int10(r)
+    r.cs, r.ip = 0xF000, trap - 0xF0000
+    assert m.bios.on_trap(trap)
     return r
 
 

@@ -8,6 +8,12 @@ through the CPU's view of the A0000h-BFFFFh window (``VGA.mem_*``: the same
 planar path, latches and write modes as a MOV), the BIOS data area through
 memory.
 
+The services a CGA BIOS answers the same way (cursor per page, page select,
+scrolling, characters, teletype, write string, AH=0Fh) come from the
+firmware library class ``pypc_core.firmware.int10text.Int10TextServices``;
+this class gives them the VGA's memory path, rows (0484h + 1), pages and
+graphics characters, and adds what only a VGA has.
+
 Modes 0-6, 0Dh, 0Eh, 10h, 12h and 13h (``regs.MODES``); other mode numbers
 leave everything unchanged.  Functions: AH=00h-0Fh as on the CGA/EGA, 10h
 (palette registers and DAC), 11h (fonts: load user, 8x8, 8x14, 8x16 into
@@ -28,22 +34,21 @@ bit 1 grey summing, bit 3 default palette loading off, bit 4: 400 lines),
 
 import numpy as np
 
+from pypc_core.firmware.int10text import (
+    Int10TextServices, cga_pixel, default_palette, interlaced_line, lit_2bpp, merge_pixel,
+    spread_2bpp,
+)
+from pypc_core.firmware.memio import (
+    BDA_CRT_MODE_SET, BDA_CRT_PALETTE, BDA_CRTC_BASE, BDA_CURSOR_POS, BDA_CURSOR_TYPE,
+    BDA_VIDEO_MODE, BDA_VIDEO_PAGE_SIZE, BDA_VIDEO_PAGE_START, linear,
+)
 from pypc_core.font import FONT_8X8
 from pypc_core.font.scaled import FONT_8X14, FONT_8X16
 
 from .regs import MODES, DACS
 
-# -- BIOS data area (linear) --------------------------------------------------------------
-BDA_VIDEO_MODE = 0x449
-BDA_VIDEO_COLS = 0x44A
-BDA_VIDEO_PAGE_SIZE = 0x44C
-BDA_VIDEO_PAGE_START = 0x44E
-BDA_CURSOR_POS = 0x450
-BDA_CURSOR_TYPE = 0x460
-BDA_ACTIVE_PAGE = 0x462
-BDA_CRTC_BASE = 0x463
-BDA_CRT_MODE_SET = 0x465
-BDA_CRT_PALETTE = 0x466
+# -- BIOS data area (linear): 0449h-0466h as every video BIOS keeps them (memio), and
+# the EGA/VGA's own bytes
 BDA_ROWS = 0x484
 BDA_CHAR_HEIGHT = 0x485
 BDA_EGA_MISC = 0x487
@@ -87,13 +92,11 @@ def rom_image():
     return bytes(img)
 
 
-def _linear(seg, off):
-    return ((seg << 4) + off) & 0xFFFFF
-
-
-class VgaFirmware:
+class VgaFirmware(Int10TextServices):
     """INT 10h for ``card`` (a ``VGA``); ``service`` is the system BIOS's
     video service (its ``mem`` and ``ports``)."""
+
+    TEXT_BYTES = 0x8000                # 32 KiB of text memory at B8000h: 8 pages of 80x25
 
     def __init__(self, service, card):
         self.service = service
@@ -118,11 +121,6 @@ class VgaFirmware:
     def gc(self, i, v):
         self.out(0x3CE, i)
         self.out(0x3CF, v)
-
-    def crtc(self, i, v):
-        base = self.mem.rw(BDA_CRTC_BASE) or 0x3D4
-        self.out(base, i)
-        self.out(base + 1, v)
 
     def crtc_get(self, i):
         base = self.mem.rw(BDA_CRTC_BASE) or 0x3D4
@@ -154,16 +152,8 @@ class VgaFirmware:
 
     # -- state from the BDA ----------------------------------------------------------------
     @property
-    def mode(self):
-        return self.mem.rb(BDA_VIDEO_MODE)
-
-    @property
     def modeset(self):
         return MODES.get(self.mode & 0x7F)
-
-    @property
-    def cols(self):
-        return self.mem.rw(BDA_VIDEO_COLS) or 80
 
     @property
     def rows(self):
@@ -172,10 +162,6 @@ class VgaFirmware:
     @property
     def char_height(self):
         return self.mem.rw(BDA_CHAR_HEIGHT) or 16
-
-    @property
-    def active_page(self):
-        return self.mem.rb(BDA_ACTIVE_PAGE)
 
     @property
     def graphics(self):
@@ -189,30 +175,33 @@ class VgaFirmware:
         m = self.modeset
         return m.pages if m is not None else 1
 
-    def cursor(self, page):
-        pos = self.mem.rw(BDA_CURSOR_POS + 2 * (page & 7))
-        return pos >> 8, pos & 0xFF
+    def graphics_read_page(self):
+        return self.active_page
 
-    def set_cursor(self, page, row, col):
-        page &= 7
-        self.mem.ww(BDA_CURSOR_POS + 2 * page, ((row & 0xFF) << 8) | (col & 0xFF))
-        if page == self.active_page:
-            addr = (self.page_base(page) >> 1) + row * self.cols + col
-            self.crtc(0x0E, addr >> 8)
-            self.crtc(0x0F, addr)
+    def reported_mode(self):
+        """AH=0Fh's AL: bit 7 when the last mode set kept display memory (0487h)."""
+        return self.mode | (self.mem.rb(BDA_EGA_MISC) & 0x80)
 
-    # -- dispatch ----------------------------------------------------------------------------
-    def int10(self, r):
-        fn = getattr(self, f"_fn{r.ah:02X}", None)
-        if fn is not None:
-            fn(r)
+    # -- text memory, through the card's CPU path (odd/even in text modes) --------------------
+    def text_read(self, addr):
+        return self.card.mem_read(addr)
+
+    def text_write(self, addr, value):
+        self.card.mem_write(addr, value)
+
+    def store_cells(self, addr, count, ch, attr):
+        self.card.mem_fill_words(addr, count, (attr << 8) | ch)
+
+    def store_chars(self, addr, count, ch):
+        for i in range(count):
+            self.card.mem_write(addr + 2 * i, ch)
 
     # -- AH=00h: set mode ------------------------------------------------------------------------
     def _fn00(self, r):
         mode = r.al & 0x7F
         if self.set_mode(mode, clear=not r.al & 0x80, blink=True):
             # AL on return: 20h above mode 7, 3Fh for mode 6, 30h otherwise
-            r.al = 0x20 if mode > 7 else (0x3F if mode == 6 else 0x30)
+            r.al = 0x20 if mode > 7 else default_palette(mode)
 
     def set_mode(self, mode, clear=True, blink=False):
         """Set ``mode`` through the ports; False (nothing changed) for a mode
@@ -252,15 +241,7 @@ class VgaFirmware:
         if m.kind == "text":
             self.load_font(FONT_8X16, 16, 0, 256, block=0)
         self.out(0x3C0, 0x20)                               # screen on
-        mem.ww(BDA_VIDEO_COLS, m.columns)
-        mem.ww(BDA_VIDEO_PAGE_SIZE, m.page_size)
-        mem.ww(BDA_VIDEO_PAGE_START, 0)
-        for page in range(8):
-            mem.ww(BDA_CURSOR_POS + 2 * page, 0)
-        mem.ww(BDA_CURSOR_TYPE, 0x0607)
-        mem.wb(BDA_ACTIVE_PAGE, 0)
-        mem.wb(BDA_CRT_MODE_SET, _MODE_CONTROL.get(mode, 0x29))
-        mem.wb(BDA_CRT_PALETTE, 0x3F if mode == 6 else 0x30)
+        self.record_mode(mode, m.columns, m.page_size, _MODE_CONTROL.get(mode, 0x29))
         mem.wb(BDA_ROWS, m.rows - 1)
         mem.ww(BDA_CHAR_HEIGHT, m.char_height)
         mem.wb(BDA_EGA_MISC, (mem.rb(BDA_EGA_MISC) & 0x01) | 0x60 | (0 if clear else 0x80))
@@ -270,7 +251,7 @@ class VgaFirmware:
         # graphics characters: INT 43h
         font = {8: ROM_FONT8, 14: ROM_FONT14, 16: ROM_FONT16}[m.char_height]
         mem.set_vector(0x43, ROM_SEGMENT, font if m.kind != "text" else ROM_FONT8)
-        self._cursor_shape(0x06, 0x07)
+        self.program_cursor_shape(0x06, 0x07)
         return True
 
     def _clear_all(self, m):
@@ -321,12 +302,8 @@ class VgaFirmware:
         self.card.mem_block_write(base + first * 32, cells.tobytes())
         self._plane2(False)
 
-    # -- AH=01h..05h ------------------------------------------------------------------------------
-    def _fn01(self, r):
-        self.mem.ww(BDA_CURSOR_TYPE, r.cx)
-        self._cursor_shape(r.ch, r.cl)
-
-    def _cursor_shape(self, start, end):
+    # -- AH=01h: cursor lines ---------------------------------------------------------------------
+    def program_cursor_shape(self, start, end):
         h = self.char_height
         if start & 0x20:                          # CH bit 5: no cursor
             self.crtc(0x0A, 0x20)
@@ -342,37 +319,7 @@ class VgaFirmware:
         self.crtc(0x0A, s)
         self.crtc(0x0B, e)
 
-    def _fn02(self, r):
-        self.set_cursor(r.bh, r.dh, r.dl)
-
-    def _fn03(self, r):
-        row, col = self.cursor(r.bh)
-        r.dh, r.dl = row, col
-        r.cx = self.mem.rw(BDA_CURSOR_TYPE)
-
-    def _fn04(self, r):
-        r.ah = 0
-
-    def _fn05(self, r):
-        page = r.al
-        if page >= self.pages():
-            return
-        self.mem.wb(BDA_ACTIVE_PAGE, page)
-        start = self.page_base(page)
-        self.mem.ww(BDA_VIDEO_PAGE_START, start)
-        words = start >> 1 if not self.graphics else start
-        self.crtc(0x0C, words >> 8)
-        self.crtc(0x0D, words)
-        row, col = self.cursor(page)
-        self.set_cursor(page, row, col)
-
-    # -- scrolling ------------------------------------------------------------------------------------
-    def _fn06(self, r):
-        self.scroll(True, r.al, r.bh, r.ch, r.cl, r.dh, r.dl)
-
-    def _fn07(self, r):
-        self.scroll(False, r.al, r.bh, r.ch, r.cl, r.dh, r.dl)
-
+    # -- scrolling --------------------------------------------------------------------------------
     def _geometry(self):
         """(bytes per character column, bytes per scan line, scan lines per
         text row) of a graphics mode's regen layout."""
@@ -385,15 +332,8 @@ class VgaFirmware:
             return 1, 80, 8
         return 1, m.columns, m.char_height
 
-    def scroll(self, up, lines, attr, top, left, bottom, right, page=None):
+    def scroll_window(self, up, lines, attr, top, left, bottom, right, page):
         cols = self.cols
-        bottom = min(bottom, self.rows - 1)
-        right = min(right, cols - 1)
-        if top > bottom or left > right:
-            return
-        height = bottom - top + 1
-        if lines == 0 or lines > height:
-            lines = height
         order = range(top, bottom + 1 - lines) if up else range(bottom, top + lines - 1, -1)
         blank = range(bottom + 1 - lines, bottom + 1) if up else range(top, top + lines)
         shift = lines if up else -lines
@@ -437,57 +377,19 @@ class VgaFirmware:
         """Linear address of graphics scan line ``line`` of the active page."""
         m = self.modeset
         if m.kind in ("cga2", "cga1"):
-            return 0xB8000 + (line & 1) * 0x2000 + (line >> 1) * 80
+            return interlaced_line(line)
         return (m.segment << 4) + self.page_base(self.active_page) + line * bpl
 
     # -- characters -------------------------------------------------------------------------------------
-    def _fn08(self, r):
-        page = r.bh if not self.graphics else self.active_page
-        row, col = self.cursor(page)
-        if self.graphics:
-            r.al = self.graphics_read_char(row, col)
-            r.ah = 0
-            return
-        addr = 0xB8000 + ((self.page_base(page) + (row * self.cols + col) * 2) & 0x7FFF)
-        r.al = self.card.mem_read(addr)
-        r.ah = self.card.mem_read(addr + 1)
-
-    def _fn09(self, r):
-        self.write_chars(r.bh, r.al, r.bl, r.cx, with_attr=True)
-
-    def _fn0A(self, r):
-        self.write_chars(r.bh, r.al, r.bl, r.cx, with_attr=False)
-
-    def write_chars(self, page, ch, attr, count, with_attr=True):
-        if count == 0:
-            return
-        if self.graphics:
-            row, col = self.cursor(self.active_page)
-            cols = self.cols
-            for i in range(count):
-                rr, cc = row + (col + i) // cols, (col + i) % cols
-                if rr >= self.rows:
-                    break
-                self.graphics_write_char(rr, cc, ch, attr)
-            return
-        row, col = self.cursor(page)
-        off = (self.page_base(page) + (row * self.cols + col) * 2) & 0x7FFF
-        count = min(count, (0x8000 - off) // 2)
-        if with_attr:
-            self.card.mem_fill_words(0xB8000 + off, count, (attr << 8) | ch)
-        else:
-            for i in range(count):
-                self.card.mem_write(0xB8000 + off + 2 * i, ch)
-
     def glyph(self, ch):
         """The glyph rows the graphics modes draw ``ch`` with."""
         m = self.modeset
         h = m.char_height
         if m.kind in ("cga2", "cga1") and ch >= 0x80:
             seg, off = self.mem.vector(0x1F)
-            return self.mem.read(_linear(seg, off) + (ch - 0x80) * 8, 8)
+            return self.mem.read(linear(seg, off) + (ch - 0x80) * 8, 8)
         seg, off = self.mem.vector(0x43)
-        return self.mem.read(_linear(seg, off) + ch * h, h)
+        return self.mem.read(linear(seg, off) + ch * h, h)
 
     def graphics_write_char(self, row, col, ch, color):
         m = self.modeset
@@ -522,19 +424,14 @@ class VgaFirmware:
                     data = [(d & 0x7F) ^ card.mem_read(addr + k) if bits & (0x80 >> k)
                             else card.mem_read(addr + k) for k, d in enumerate(data)]
             elif m.kind == "cga2":
-                c = color & 3
-                value = 0
-                for k in range(8):
-                    if bits & (0x80 >> k):
-                        value |= c << (14 - 2 * k)
-                data = [(value >> 8) & 0xFF, value & 0xFF]
+                data = spread_2bpp(bits, color)
                 if xor:
                     data = [d ^ card.mem_read(addr + i) for i, d in enumerate(data)]
             else:
                 data = [bits ^ card.mem_read(addr) if xor else bits]
             card.mem_block_write(addr, bytes(data))
 
-    def _graphics_pattern(self, row, col):
+    def graphics_cell_pattern(self, row, col):
         m = self.modeset
         h = m.char_height
         bpc, bpl, _ = self._geometry()
@@ -552,44 +449,30 @@ class VgaFirmware:
                 data = card.mem_block_read(addr, 8)
                 pattern.append(sum(0x80 >> k for k in range(8) if data[k]))
             elif m.kind == "cga2":
-                w = (card.mem_read(addr) << 8) | card.mem_read(addr + 1)
-                pattern.append(sum(0x80 >> k for k in range(8) if (w >> (14 - 2 * k)) & 3))
+                pattern.append(lit_2bpp((card.mem_read(addr) << 8) | card.mem_read(addr + 1)))
             else:
                 pattern.append(card.mem_read(addr))
         return bytes(pattern)
 
-    def graphics_read_char(self, row, col):
-        pattern = self._graphics_pattern(row, col)
-        for ch in range(256):
-            if self.glyph(ch) == pattern:
-                return ch
-        return 0
-
-    # -- AH=0Bh: CGA palette -------------------------------------------------------------------------
-    def _fn0B(self, r):
-        pal = self.mem.rb(BDA_CRT_PALETTE)
-        if r.bh == 0:
-            pal = (pal & 0xE0) | (r.bl & 0x1F)
-            colour = r.bl & 0x0F
-            if r.bl & 0x08:
+    # -- AH=0Bh: CGA colour select, in the attribute controller --------------------------------------
+    def colour_select(self, select, value, palette):
+        cga2 = self.modeset is not None and self.modeset.kind == "cga2"
+        if select == 0:
+            colour = value & 0x0F
+            if value & 0x08:
                 colour |= 0x10              # EGA-style intensity in 200-line palettes
             if self.graphics:
                 self.ac_write(0, colour)
             self.ac_write(0x11, colour)
-            if self.modeset is not None and self.modeset.kind == "cga2":
-                intense = 0x10 if r.bl & 0x10 else 0
-                base = 1 if pal & 0x20 else 0
+            if cga2:
+                intense = 0x10 if value & 0x10 else 0
+                base = 1 if palette & 0x20 else 0
                 for i in (1, 2, 3):
                     self.ac_write(i, (2 * i + base) | intense)
-        elif r.bh == 1:
-            pal = (pal & 0xDF) | (0x20 if r.bl & 1 else 0)
-            if self.modeset is not None and self.modeset.kind == "cga2":
-                intense = 0x10 if pal & 0x10 else 0
-                for i in (1, 2, 3):
-                    self.ac_write(i, (2 * i + (r.bl & 1)) | intense)
-        else:
-            return
-        self.mem.wb(BDA_CRT_PALETTE, pal)
+        elif cga2:
+            intense = 0x10 if palette & 0x10 else 0
+            for i in (1, 2, 3):
+                self.ac_write(i, (2 * i + (value & 1)) | intense)
 
     # -- pixels ----------------------------------------------------------------------------------------
     def _fn0C(self, r):
@@ -621,18 +504,8 @@ class VgaFirmware:
             addr = 0xA0000 + y * 320 + x
             card.mem_write(addr, color)
         else:
-            if m.kind == "cga1":
-                addr, shift, mask = 0xB8000 + (y & 1) * 0x2000 + (y >> 1) * 80 + (x >> 3), 7 - (x & 7), 1
-            else:
-                addr, shift, mask = (0xB8000 + (y & 1) * 0x2000 + (y >> 1) * 80 + (x >> 2),
-                                     (3 - (x & 3)) * 2, 3)
-            byte = card.mem_read(addr)
-            value = (color & mask) << shift
-            if color & 0x80:
-                byte ^= value
-            else:
-                byte = (byte & ~(mask << shift)) | value
-            card.mem_write(addr, byte)
+            addr, shift, mask = cga_pixel(x, y, one_bit=m.kind == "cga1")
+            card.mem_write(addr, merge_pixel(card.mem_read(addr), color, shift, mask))
 
     def read_pixel(self, x, y, page=0):
         if not self._pixel_ok(x, y):
@@ -650,64 +523,8 @@ class VgaFirmware:
             return value
         if m.kind == "vga256":
             return card.mem_read(0xA0000 + y * 320 + x)
-        if m.kind == "cga1":
-            addr = 0xB8000 + (y & 1) * 0x2000 + (y >> 1) * 80 + (x >> 3)
-            return (card.mem_read(addr) >> (7 - (x & 7))) & 1
-        addr = 0xB8000 + (y & 1) * 0x2000 + (y >> 1) * 80 + (x >> 2)
-        return (card.mem_read(addr) >> ((3 - (x & 3)) * 2)) & 3
-
-    # -- teletype ----------------------------------------------------------------------------------------
-    def _fn0E(self, r):
-        self.teletype(r.al, r.bl)
-
-    def teletype(self, ch, color=0x07, page=None):
-        if page is None:
-            page = self.active_page
-        row, col = self.cursor(page)
-        cols = self.cols
-        rows = self.rows
-        if ch == 0x07:
-            return
-        if ch == 0x08:
-            if col > 0:
-                col -= 1
-        elif ch == 0x0A:
-            row += 1
-        elif ch == 0x0D:
-            col = 0
-        else:
-            if self.graphics:
-                self.graphics_write_char(row, col, ch, color)
-            else:
-                off = (self.page_base(page) + (row * cols + col) * 2) & 0x7FFF
-                self.card.mem_write(0xB8000 + off, ch)
-            col += 1
-            if col >= cols:
-                col = 0
-                row += 1
-        if row >= rows:
-            attr = 0
-            if not self.graphics:
-                off = (self.page_base(page) + ((rows - 1) * cols + min(col, cols - 1)) * 2 + 1)
-                attr = self.card.mem_read(0xB8000 + (off & 0x7FFF))
-            self.scroll(True, 1, attr, 0, 0, rows - 1, cols - 1, page)
-            row = rows - 1
-        self.set_cursor(page, row, col)
-
-    def write_text(self, text, attr=None):
-        for ch in text:
-            code = ord(ch) & 0xFF
-            if attr is not None and code not in (7, 8, 10, 13) and not self.graphics:
-                row, col = self.cursor(self.active_page)
-                off = (self.page_base(self.active_page) + (row * self.cols + col) * 2) & 0x7FFF
-                self.card.mem_write(0xB8000 + off + 1, attr)
-            self.teletype(code)
-
-    # -- AH=0Fh -----------------------------------------------------------------------------------------
-    def _fn0F(self, r):
-        r.al = self.mode | (self.mem.rb(BDA_EGA_MISC) & 0x80)
-        r.ah = self.cols
-        r.bh = self.active_page
+        addr, shift, mask = cga_pixel(x, y, one_bit=m.kind == "cga1")
+        return (card.mem_read(addr) >> shift) & mask
 
     # -- AH=10h: palette registers and DAC ----------------------------------------------------------
     def _fn10(self, r):
@@ -719,7 +536,7 @@ class VgaFirmware:
         elif al == 0x01:
             self.ac_write(0x11, r.bh)
         elif al == 0x02:
-            data = mem.read(_linear(r.es, r.dx), 17)
+            data = mem.read(linear(r.es, r.dx), 17)
             for i in range(16):
                 self.ac_write(i, data[i])
             self.ac_write(0x11, data[16])
@@ -733,14 +550,14 @@ class VgaFirmware:
             r.bh = self.ac_read(0x11)
         elif al == 0x09:
             data = bytes(self.ac_read(i) for i in range(16)) + bytes([self.ac_read(0x11)])
-            addr = _linear(r.es, r.dx)
+            addr = linear(r.es, r.dx)
             for i, b in enumerate(data):
                 mem.wb(addr + i, b)
         elif al == 0x10:
             self.dac_set(r.bx & 0xFF, [(r.dh, r.ch, r.cl)])
         elif al == 0x12:
             count = min(r.cx, 256 - (r.bx & 0xFF))
-            data = mem.read(_linear(r.es, r.dx), 3 * count)
+            data = mem.read(linear(r.es, r.dx), 3 * count)
             self.dac_set(r.bx & 0xFF, [tuple(data[3 * i:3 * i + 3]) for i in range(count)])
         elif al == 0x13:
             mode = self.ac_read(0x10)
@@ -758,7 +575,7 @@ class VgaFirmware:
             first = r.bx & 0xFF
             count = min(r.cx, 256 - first)
             self.out(0x3C7, first)
-            addr = _linear(r.es, r.dx)
+            addr = linear(r.es, r.dx)
             for i in range(3 * count):
                 mem.wb(addr + i, self.inp(0x3C9))
         elif al == 0x18:
@@ -790,7 +607,7 @@ class VgaFirmware:
         mem = self.mem
         if al in (0x00, 0x10):
             height = r.bh or 16
-            data = mem.read(_linear(r.es, r.bp), r.cx * height)
+            data = mem.read(linear(r.es, r.bp), r.cx * height)
             self.load_font(data, height, r.dx & 0xFF, min(r.cx, 256 - (r.dx & 0xFF)), r.bl)
             if al == 0x10:
                 self._set_char_height(height)
@@ -888,34 +705,6 @@ class VgaFirmware:
             self.out(0x3C5, (v | 0x20) if r.al & 1 else (v & ~0x20))
             r.al = 0x12
 
-    # -- AH=13h: write string --------------------------------------------------------------------------
-    def _fn13(self, r):
-        flags, page, attr, count = r.al, r.bh, r.bl, r.cx
-        src = _linear(r.es, r.bp)
-        saved = self.cursor(page)
-        self.set_cursor(page, r.dh, r.dl)
-        step = 2 if flags & 2 else 1
-        data = self.mem.read(src, count * step)
-        for i in range(count):
-            ch = data[i * step]
-            if flags & 2:
-                attr = data[i * step + 1]
-            if ch in (7, 8, 10, 13):
-                self.teletype(ch, attr, page)
-                continue
-            row, col = self.cursor(page)
-            self.write_chars(page, ch, attr, 1, with_attr=True)
-            col += 1
-            if col >= self.cols:
-                col = 0
-                row += 1
-                if row >= self.rows:
-                    self.scroll(True, 1, attr, 0, 0, self.rows - 1, self.cols - 1, page)
-                    row = self.rows - 1
-            self.set_cursor(page, row, col)
-        if not flags & 1:
-            self.set_cursor(page, *saved)
-
     # -- AH=1Ah, 1Bh ----------------------------------------------------------------------------------
     def _fn1A(self, r):
         if r.al == 0x00:
@@ -968,7 +757,7 @@ class VgaFirmware:
             state |= 0x20
         out[45] = state
         out[49] = 3                    # 256 KiB
-        addr = _linear(r.es, r.di)
+        addr = linear(r.es, r.di)
         for i, b in enumerate(out):
             mem.wb(addr + i, b)
         r.al = 0x1B
