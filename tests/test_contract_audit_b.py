@@ -1155,3 +1155,37 @@ def test_the_portability_table(c):
     # "Deliberately no raw debugger command escape hatch"
     assert "debugger.execute_command" not in methods
     assert c.request("debugger.execute_command", {"command": "r"})["error"]["code"] == -32601
+
+
+# -- the minimal Python client (C524-C537) -----------------------------------------
+
+def test_the_minimal_python_client_runs_from_the_repository_root(fx):
+    # C526-C537: the contract's example, as written but for the port, run
+    # from the repository root (a separate process: tests/guest is another
+    # package of the same name)
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = f"""
+from guest.dos_control import RPC
+
+rpc = RPC({fx.port})
+try:
+    print(rpc.call("video.text"))
+    print(rpc.call("input.keyboard", {{"events":[
+        {{"scan_code":"0x50", "pressed":True}},
+        {{"scan_code":"0x50", "pressed":False}}]}}))
+    try:
+        rpc.call("memory.read", {{"address": "0x100000"}})
+    except Exception as exc:
+        print("error", exc.code, exc.reason)
+finally:
+    rpc.close()
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("{'adapter': 'CGA'")
+    assert lines[1].startswith("{'accepted': 2, ")
+    assert lines[2] == "error -32602 INVALID_PARAMS"
