@@ -1189,3 +1189,87 @@ finally:
     assert lines[0].startswith("{'adapter': 'CGA'")
     assert lines[1].startswith("{'accepted': 2, ")
     assert lines[2] == "error -32602 INVALID_PARAMS"
+
+
+# -- more of C413, C512, C584, C592 ---------------------------------------------------
+
+@pytest.mark.parametrize("register", ["ax", "bx", "cx", "dx", "sp", "bp", "si", "di", "cs",
+                                      "ds", "es", "ss", "ip", "flags"])
+def test_every_8088_register_can_be_a_condition(c, register):
+    # C413: "Supported condition registers are the 8088 general, segment,
+    # ip, and flags registers"
+    c.call("execution.pause")
+    bp = c.call("breakpoints.create", {"address": seg(0), "condition": {
+        "register": register, "operator": "ne", "value": "0xFFFF"}})
+    assert bp["condition"] == {"register": register, "operator": "ne", "value": 0xFFFF}
+
+
+@pytest.mark.parametrize("operator, value, first_ax", [
+    ("eq", 3, 3), ("ne", 1, 2), ("lt", 3, 1), ("le", 2, 1), ("gt", 3, 4), ("ge", 3, 3)])
+def test_condition_operators(c, operator, value, first_ax):
+    # C413: "Supported operators are eq, ne, lt, le, gt, and ge"
+    load(c, LOOP)
+    c.call("breakpoints.create", {"address": seg(4), "condition": {
+        "register": "ax", "operator": operator, "value": value}})
+    stop = run_to_stop(c)
+    assert stop["registers"]["general"]["ax"] == first_ax and stop["hit_count"] == 1
+
+
+def test_flags_and_segment_conditions_match(c):
+    # C413: a condition on flags (INC to 0 sets ZF, AF and PF: 0056h with
+    # interrupts off) and on a segment register
+    load(c, bytes.fromhex("B8FEFF 40 A30002 EBFA"))   # mov ax,-2 / inc ax / store / jmp inc
+    c.call("breakpoints.create", {"address": seg(4), "condition": {
+        "register": "flags", "operator": "eq", "value": 0x0056}})   # ZF, AF, PF after 0
+    c.call("breakpoints.create", {"address": seg(4), "condition": {
+        "register": "ds", "operator": "ne", "value": SEG}})         # never
+    stop = run_to_stop(c)
+    assert stop["breakpoint_id"] == "bp-1" and stop["registers"]["general"]["ax"] == 0
+    assert stop["registers"]["flags"] & 0x0040
+
+
+def test_hardware_trace_records_irq_lowering(c):
+    # C512: IRQ events are irq_raise, irq_lower or irq_dispatch (the timer's
+    # output drops and rises again every tick)
+    c.call("execution.pause")
+    c.call("hardware.trace.start", {"include_io": False, "irqs": [0]})
+    wait(c, c.call("execution.run_until", {"max_emulated_ns": 200_000_000})["operation_id"])
+    events = c.call("hardware.trace.read", {"limit": 65536})["events"]
+    kinds = {e["kind"] for e in events}
+    assert kinds == {"irq_raise", "irq_lower", "irq_dispatch"}
+    assert {e["irq"] for e in events} == {0}
+    lower = next(e for e in events if e["kind"] == "irq_lower")
+    assert set(lower) == {"kind", "emulated_time", "address", "irq", "sequence"}
+
+
+def test_a_refused_import_keeps_the_debugger_configuration(c, tmp_path):
+    # C584: "refused requests retain the machine and existing debugger
+    # configuration"
+    load(c, LOOP)
+    out = export(c, tmp_path / "m.zip")
+    c.call("breakpoints.create", {"address": seg(4)})
+    c.call("hardware.trace.start")
+    before = c.call("breakpoints.list")
+    rev = paused_revision(c)
+    err = c.error("machine.snapshot.import", {
+        "path": out["path"], "disk_root": str(tmp_path / "d"), "expected_sha256": "0" * 64,
+        "expected_state_revision": rev, "preserve_breakpoints": False})
+    assert err["code"] == -32602
+    assert c.call("breakpoints.list") == before
+    assert c.call("hardware.trace.read")["active"] is True
+
+
+def test_a_bundle_over_the_json_limit_is_refused(c, tmp_path):
+    # C592: "Bundles have ... a 4 MiB JSON limit"; limits and malformed
+    # bundles are -32602 before anything is installed
+    bad = tmp_path / "big.zip"
+    with zipfile.ZipFile(bad, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("manifest.json", b" " * ((4 << 20) + 1))
+    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
+    rev = paused_revision(c)
+    regs = c.call("state.get_registers")
+    err = c.error("machine.snapshot.import", {
+        "path": str(bad), "disk_root": str(tmp_path / "d"), "expected_sha256": digest,
+        "expected_state_revision": rev})
+    assert err["code"] == -32602
+    assert c.call("state.get_registers") == regs and not (tmp_path / "d").exists()
