@@ -4,12 +4,13 @@ never changes the emulated machine.
 
 While it records, the machine's port map sends every guest port access
 through Python (``PortMap.set_fast_reads(False)``: reads the CPU would answer
-itself are seen too) and the recorder wraps, on these instances only, the
-port map's ``read``/``write``, the PIC's ``raise_irq``/``lower_irq``/
-``acknowledge`` and the machine's ``_service_exit`` (to know a guest OUT).  Ports no device claims exit to the port map too while it
-records.  Stopping restores all of it.  Port writes the CPU only counts (the
-BIOS's keyboard-poll stamp port) are not seen.  A guest OUT is recorded at
-its own instruction's address (the core serves it after IP moved on)."""
+itself are seen too; ports no device claims exit to the port map too) and
+the recorder wraps, on these instances only, the port map's
+``read``/``write``, the PIC's ``raise_irq``/``lower_irq``/``acknowledge`` and
+the machine's ``_service_exit`` (to know a guest OUT).  Stopping restores all
+of it.  Port writes the CPU only counts (the BIOS's keyboard-poll stamp
+port) are not seen.  A guest OUT is recorded at its own instruction's
+address (the core serves it after IP moved on)."""
 
 import collections
 

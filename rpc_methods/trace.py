@@ -95,7 +95,8 @@ class CpuTrace:
                   "physical": rec["linear"], "opcode_hex": raw.hex(),
                   "clock_before": rec["cycles"], "clock_after": clock_after,
                   "clock_delta": clock_after - rec["cycles"],
-                  "effects": [x for e in rec.get("effects", []) for x in _effects(e, ports, memory)]}
+                  "effects": [x for e in rec.get("effects", [])
+                              for x in _effects(e, ports, memory)]}
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":

@@ -1216,11 +1216,11 @@ def test_condition_operators(c, operator, value, first_ax):
 
 
 def test_flags_and_segment_conditions_match(c):
-    # C413: a condition on flags (INC to 0 sets ZF, AF and PF: 0056h with
+    # C413: a condition on flags (INC to 0 sets ZF, AF and PF: F056h on an 8088 with
     # interrupts off) and on a segment register
     load(c, bytes.fromhex("B8FEFF 40 A30002 EBFA"))   # mov ax,-2 / inc ax / store / jmp inc
     c.call("breakpoints.create", {"address": seg(4), "condition": {
-        "register": "flags", "operator": "eq", "value": 0x0056}})   # ZF, AF, PF after 0
+        "register": "flags", "operator": "eq", "value": 0xF056}})   # ZF, AF, PF after 0
     c.call("breakpoints.create", {"address": seg(4), "condition": {
         "register": "ds", "operator": "ne", "value": SEG}})         # never
     stop = run_to_stop(c)
