@@ -925,11 +925,13 @@ def test_a_failed_export_publishes_nothing(c, tmp_path):
     assert c.call("session.status")["state_revision"] == rev
 
 
-def test_import_clears_journals_and_keeps_identities(c, tmp_path):
+def test_import_clears_journals_and_keeps_identities(fx, c, tmp_path):
     # C590: pending operations, instruction and hardware trace journals (and
     # the video history: C327) are cleared; "Revision and operation
-    # identifiers remain host-session identities and are not rewound"
+    # identifiers remain host-session identities and are not rewound"; "The
+    # VNC frame cache is invalidated with a new display epoch"
     load(c, LOOP)
+    epoch = fx.machine.display_epoch
     out = export(c, tmp_path / "m.zip")
     c.call("trace.start", {"instruction_count": 5})
     c.call("hardware.trace.start")
@@ -938,6 +940,7 @@ def test_import_clears_journals_and_keeps_identities(c, tmp_path):
     c.call("execution.wait", {"operation_id": last})
     res = import_(c, out, tmp_path / "d")
     assert res["stop_reason"]["kind"] == "machine_snapshot_restored"
+    assert fx.machine.display_epoch > epoch
     for method in ("trace.read", "hardware.trace.read"):
         assert c.error(method)["code"] == -32602
     assert c.error("video.history.read", {"history_id": "video-1"})["code"] == -32602
