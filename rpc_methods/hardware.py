@@ -127,7 +127,7 @@ class Recorder:
             kind = pm.port_kind
             unclaimed = np.flatnonzero(kind == PORT_NONE)
             kind[unclaimed] = PORT_PY
-            self._saved["unclaimed"] = (kind, unclaimed)
+            self._saved["unclaimed"] = (pm, unclaimed)
         if self.include_irq:
             raise_irq, lower_irq, acknowledge = pic.raise_irq, pic.lower_irq, pic.acknowledge
 
@@ -163,8 +163,8 @@ class Recorder:
                 unhook(*saved)
         unclaimed = self._saved.pop("unclaimed", None)
         if unclaimed is not None:
-            kind, ports = unclaimed
-            pm = self.ctl.machine.ports
+            pm, ports = unclaimed
+            kind = pm.port_kind
             ports = ports[kind[ports] == PORT_PY]
             kind[[p for p in ports.tolist() if pm.owner(p) is None]] = PORT_NONE
         fast = self._saved.pop("fast", None)
