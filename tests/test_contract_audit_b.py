@@ -1,5 +1,5 @@
 """Conformance audit of the JSON-RPC server against the contract
-(/work/shared/spec/003_ef4d7f3b1308ed08.txt), second half: breakpoints,
+(../shared/spec/003_ef4d7f3b1308ed08.txt), second half: breakpoints,
 execution control, CPU and hardware traces, serial, machine snapshots and the
 portability table -- statements the other RPC tests do not check yet.  Each
 test cites the contract line ("C<line>") or the compatibility note
@@ -253,8 +253,9 @@ def test_continue_result_is_the_register_object_plus_a_handle(c, method):
 
 
 def test_wait_keeps_an_operations_stop_after_later_stops(c):
-    # C444: the operation completes at a breakpoint, a predicate or a pause;
-    # a breakpoint hit ends it with that stop, retained by execution.wait
+    # C444: a breakpoint hit completes a continue's operation; C470: "Later
+    # stops can change session.status.last_stop without changing this
+    # operation's result"
     load(c, LOOP)
     c.call("breakpoints.create", {"address": seg(9)})
     op = c.call("execution.continue")["operation_id"]
