@@ -34,8 +34,13 @@ def method_list(names):
     return ordered + sorted(names - set(CONTRACT_METHODS))
 
 
+CONTRACT_ADAPTERS = ("CGA", "VGA")
+
+
 def video_adapters(machine):
-    """Adapters of the installed video device plugins (the one plugged in first)."""
+    """Adapters pypc can run: the contract's ``["CGA", "VGA"]`` in that order
+    (whichever one this machine uses; ``session.status`` names it), then
+    any other installed video device plugin's."""
     found = []
     if machine.video is not None:
         found.append(machine.video.adapter)
@@ -51,7 +56,8 @@ def video_adapters(machine):
             caps = getattr(d, "capabilities", None) or []
             if "video" in caps and d.name.upper() not in found:
                 found.append(d.name.upper())
-    return found
+    return [a for a in CONTRACT_ADAPTERS if a in found] + \
+        [a for a in found if a not in CONTRACT_ADAPTERS]
 
 
 def capabilities(ctl, params):

@@ -38,21 +38,21 @@ def set_registers(ctl, params):
         raise invalid("set must name at least one register", field="set")
     regs = ctl.cpu.regs
     current = {n: int(regs[S.REG_INDEX[n]]) for n in REGISTER_NAMES}
-    for name in list(expected) + list(changes):
-        if name not in current:
-            raise invalid(f"unknown register {name!r} (supported: "
-                          f"{', '.join(REGISTER_NAMES)})", field=name)
-    for name in changes:
+    # COMPAT: per register being set, in request order: a known name,
+    # guarded by expected, the guard matches, the new value is 16-bit; then
+    # the guards on registers that are not set (known, matching)
+    new = {}
+    for name, value in changes.items():
+        _known(name)
         if name not in expected:
             raise invalid(f"register {name} is set but not guarded by expected",
                           "PRECONDITION_FAILED", register=name)
+        _guard(name, expected[name], current)
+        new[name] = P.number(value, f"set.{name}", 0, 0xFFFF)
     for name, value in expected.items():
-        want = P.number(value, f"expected.{name}", 0, 0xFFFF)
-        if want != current[name]:
-            raise invalid(f"expected.{name} is {want:#06x} but {name} is "
-                          f"{current[name]:#06x}; nothing was written",
-                          "PRECONDITION_FAILED", register=name, current=current[name])
-    new = {name: P.number(value, f"set.{name}", 0, 0xFFFF) for name, value in changes.items()}
+        if name not in changes:
+            _known(name)
+            _guard(name, value, current)
     before = ctl.registers()
     r = ctl.cpu.r
     for name, value in new.items():
@@ -64,6 +64,20 @@ def set_registers(ctl, params):
         ctl.cpu.ctl[S.C_HALTED] = 0
     ctl.bump()
     return {"before": before, "after": ctl.registers()}
+
+
+def _known(name):
+    if name not in REGISTER_NAMES:
+        raise invalid(f"unknown register {name!r} (supported: "
+                      f"{', '.join(REGISTER_NAMES)})", field=name)
+
+
+def _guard(name, value, current):
+    want = P.number(value, f"expected.{name}", 0, 0xFFFF)
+    if want != current[name]:
+        raise invalid(f"expected.{name} is {want:#06x} but {name} is "
+                      f"{current[name]:#06x}; nothing was written",
+                      "PRECONDITION_FAILED", register=name, current=current[name])
 
 
 def observe(ctl, params):

@@ -4,10 +4,14 @@ the adapter's text backing store, writes to the adapter's ports, and mode
 changes.
 
 How it records: every write to the video card's ports is journaled as it
-happens (the port map's ``write`` is wrapped on this machine while recording);
+happens (the port map's ``write`` is wrapped on this machine while recording,
+and ports the CPU would answer itself go through it too);
 the text backing store is compared with its previous copy after every slice
 of execution and every step, and each changed byte becomes a ``text`` event
-(in address order within one comparison).  While recording, running slices
+(in address order within one comparison) -- on a VGA, a comparison that
+finds the whole text memory turned to zero is one ``clear_text`` event
+instead, and the bytes of plane 2 (the fonts) that changed while the card is
+in a text mode become ``font`` events (after the ``text`` ones).  While recording, running slices
 are at most :data:`SLICE_CYCLES` (one emulated millisecond) long, so a
 character that is written and overwritten again within that millisecond is
 not seen.  Graphics VRAM is not journaled."""
@@ -43,6 +47,11 @@ class History:
         video = ctl.machine.video
         self.video = video
         self.vram = np.frombuffer(video.vram_bytes(), dtype=np.uint8).copy()
+        # a VGA's plane 2 (the fonts): its bytes are journaled while the card
+        # is in a text mode; in a graphics mode plane 2 holds pixels, which
+        # are not journaled (the copy only follows them)
+        planes = getattr(video, "planes", None)
+        self.font = None if planes is None else np.array(planes[2], dtype=np.uint8)
         self.mode = self._mode()
         self._hooked = None
         self._ports = set(p for p in video.declaration.ports)
@@ -72,7 +81,19 @@ class History:
             self.compare_mode()
             return handled
         self._hooked = hook(pm, {"write": journaled_write})
+        self._fast = getattr(pm, "fast_reads", False)
         self.active = True
+        self._slow_ports()
+
+    def _slow_ports(self):
+        """Keep every guest port access on the Python path while recording:
+        a card may answer its ports inside the CPU (the VGA's sequencer and
+        graphics controller), and those OUTs would not reach the wrapped
+        ``write``.  Checked before every slice, as a hardware trace that
+        stops puts the fast path back."""
+        pm = self.ctl.machine.ports
+        if self.active and getattr(pm, "fast_reads", False):
+            pm.set_fast_reads(False)
 
     def stop(self):
         if self.active:
@@ -81,14 +102,32 @@ class History:
             if self._hooked is not None:
                 unhook(*self._hooked)
                 self._hooked = None
+            trace = self.ctl.extensions.get("hardware_trace")
+            tracing = getattr(trace, "active", False) and getattr(trace, "include_io", False)
+            pm = self.ctl.machine.ports
+            if self._fast and not tracing and not getattr(pm, "fast_reads", True):
+                pm.set_fast_reads(True)
 
     def compare(self):
         now = np.frombuffer(self.video.vram_bytes(), dtype=np.uint8)
         changed = np.nonzero(now != self.vram)[0]
-        for a in changed.tolist():
-            self._add("text", a, self.vram[a], now[a])
+        if len(changed) > 1 and self.font is not None and not now.any():
+            self._add("clear_text", 0, 0, 0)     # the VGA's text memory became all zero
+        else:
+            for a in changed.tolist():
+                self._add("text", a, self.vram[a], now[a])
         if len(changed):
             self.vram = now.copy()
+        if self.font is not None:
+            plane = self.video.planes[2]
+            if self.video.is_graphics():
+                self.font[:] = plane
+                return
+            changed = np.nonzero(plane != self.font)[0]
+            for a in changed.tolist():
+                self._add("font", a, self.font[a], plane[a])
+            if len(changed):
+                self.font[:] = plane
 
     def compare_mode(self):
         mode = self._mode()
@@ -102,7 +141,10 @@ class History:
             self.compare_mode()
 
     def limit(self, ctl, cycles):
-        return min(cycles, SLICE_CYCLES) if self.active else cycles
+        if not self.active:
+            return cycles
+        self._slow_ports()
+        return min(cycles, SLICE_CYCLES)
 
     @property
     def first_available(self):
