@@ -817,11 +817,55 @@ def test_a_new_start_replaces_the_history(c):
     c.call("video.history.stop")
 
 
+def test_history_read_limit_default_and_what_is_journaled(c):
+    # COMPAT Video: read limit 1..4096, default 1024; text events only when
+    # a byte changes; port events for the video card's ports only
+    cga_text_mode(c)
+    vram = base64.b64decode(c.call("memory.read", {"address": 0xB8000,
+                                                   "length": 1100})["data_base64"])
+    h = c.call("video.history.start", {})
+    c.call("memory.write", {"address": 0xB8000, "data_base64": b64(vram)})   # same bytes
+    c.call("io.write", {"port": 0x2E0, "value": 1})                          # not video
+    c.call("io.read", {"port": 0x3DA})                                       # a read
+    assert c.call("video.history.read")["events"] == []
+    c.call("memory.write", {"address": 0xB8000,
+                            "data_base64": b64(bytes(x ^ 0x55 for x in vram))})
+    page = c.call("video.history.read", {"history_id": h["history_id"], "cursor": None})
+    assert len(page["events"]) == 1024 and page["next_cursor"] == 1024
+    assert page["next_sequence"] == 1101
+    rest = c.call("video.history.read", {"cursor": page["next_cursor"], "limit": 4096})
+    assert len(rest["events"]) == 76 and rest["next_cursor"] is None
+    for bad in (0, 4097, -1):
+        assert c.error("video.history.read", {"limit": bad})["code"] == -32602
+    c.call("video.history.stop")
+
+
+def test_a_machine_snapshot_import_ends_the_history(c, tmp_path):
+    # L327: snapshot restore invalidates the stream
+    cga_text_mode(c)
+    n = rev(c)
+    out = c.call("machine.snapshot.export", {"path": str(tmp_path / "s.zip"),
+                                             "expected_state_revision": n})
+    c.call("video.history.start", {})
+    c.call("memory.write", {"address": 0xB8000, "data_base64": b64(b"\x11\x22")})
+    assert len(c.call("video.history.read")["events"]) == 2
+    c.call("machine.snapshot.import", {"path": out["path"], "disk_root": str(tmp_path / "d"),
+                                       "expected_sha256": out["sha256"],
+                                       "expected_state_revision": rev(c)})
+    assert c.error("video.history.read", {})["code"] == -32602
+    assert c.error("video.history.stop", {})["code"] == -32602
+    h = c.call("video.history.start", {})
+    assert h["first_sequence"] == 1
+    assert c.call("video.history.read", {"history_id": h["history_id"]})["events"] == []
+    c.call("video.history.stop")
+
+
 def test_vga_history_journals_font_plane_bytes_and_not_graphics_memory(v):
     # L323: VGA font-plane bytes are journaled (old/new byte values at their
     # plane-2 offset, L325); L327: graphics VRAM writes are not
     bios_mode(v, 3)
     start = v.call("video.history.start", {})
+    assert start["adapter"] == "VGA" and "cursor" in start        # COMPAT Video
     font = base64.b64decode(start["font_base64"])
     assert len(font) == 65536 and hashlib.sha256(font).hexdigest() == start["font_sha256"]
     new = font[0x20] ^ 0xFF
