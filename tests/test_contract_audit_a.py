@@ -413,6 +413,22 @@ def test_all_fourteen_register_names_are_writable_in_one_request(c):
                                    "expected": new, "set": current})
 
 
+@pytest.mark.parametrize("flags, text", [
+    (0x0002, "--------"), (0x0096, "---s-ap-"), (0x0F02, "oIT-----"), (0x0E57, "oI--zapc"),
+    (0x0402, "--------")])
+def test_flags_text_letters(c, flags, text):
+    # COMPAT Common: O I T S Z A P C as o I T s z a p c, clear as '-', DF not shown
+    c.call("execution.pause")
+    r = c.call("state.get")
+    out = c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
+                                         "expected": {"flags": r["flags"]},
+                                         "set": {"flags": flags}})["after"]
+    assert out["flags_text"] == text and out["flags"] & 0x0FFF == flags
+    c.call("state.set_registers", {"expected_state_revision": out["state_revision"],
+                                   "expected": {"flags": out["flags"]},
+                                   "set": {"flags": r["flags"]}})
+
+
 @pytest.mark.parametrize("case, params, reason", [
     # running beats every other fault
     ("running", {"expected": {"eax": 0}, "set": {}}, "TARGET_NOT_PAUSED"),
@@ -749,6 +765,17 @@ def test_vga_mode_12h_snapshot_concatenates_the_four_planes(v):
                                          "length": 8})
     assert base64.b64decode(out["data_base64"])[5] == 0x2A
     assert out["component_byte_count"] == 262144
+    # L276: graphics modes still give the raw character reading, 25 rows
+    t = v.call("video.text")
+    assert (t["mode"], t["graphics_mode"], len(t["text"]), len(t["cells"])) == \
+        ("G640", 0x12, 25, 25)
+    # L203: memory.read observes device mappings through the bus: with the
+    # graphics controller's read map on plane 1, A0005h reads plane 1's byte
+    v.call("io.write", {"port": 0x3CE, "value": 4})
+    v.call("io.write", {"port": 0x3CF, "value": 1})
+    assert v.call("memory.read", {"address": "0xA0005"})["data_hex"] == "2a"
+    v.call("io.write", {"port": 0x3CF, "value": 0})
+    assert v.call("memory.read", {"address": "0xA0005"})["data_hex"] == "00"
     bios_mode(v, 3)
 
 
