@@ -97,9 +97,10 @@ def rev(c):
 def set_csip(c, cs, ip):
     """CS:IP to a snippet, with a stack of its own at 3000:FFF0."""
     r = c.call("state.get")
+    guard = {"cs": r["segments"]["cs"], "ip": r["ip"], "ss": r["segments"]["ss"],
+             "sp": r["general"]["sp"]}
     c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
-                                   "expected": {"cs": r["segments"]["cs"], "ip": r["ip"],
-                                                "ss": r["segments"]["ss"], "sp": r["general"]["sp"]},
+                                   "expected": guard,
                                    "set": {"cs": cs, "ip": ip, "ss": 0x3000, "sp": 0xFFF0}})
 
 
@@ -143,6 +144,30 @@ def bios_mode(c, mode):
 
 
 # -- transport, envelope, errors (L15-L28) ----------------------------------------
+
+def test_requests_see_the_cpu_at_an_instruction_boundary(c):
+    # L15/L147: a request is served at an instruction boundary, so a register
+    # read while the guest runs is coherent: in "cli / 1: inc ax / inc bx /
+    # jmp 1" AX - BX is 0 or 1 and IP is one of the loop's three instructions
+    c.call("execution.pause")
+    c.call("memory.write", {"address": (CODE << 4) + 0x600,
+                            "data_base64": b64([0xFA, 0x40, 0x43, 0xEB, 0xFC])})
+    set_csip(c, CODE, 0x600)
+    r = c.call("state.get")
+    c.call("state.set_registers", {"expected_state_revision": r["state_revision"],
+                                   "expected": {"ax": r["general"]["ax"],
+                                                "bx": r["general"]["bx"]},
+                                   "set": {"ax": 0, "bx": 0}})
+    c.call("execution.continue")
+    for _ in range(300):
+        r = c.call("state.get_registers")
+        g = r["general"]
+        assert (g["ax"] - g["bx"]) & 0xFFFF in (0, 1), r
+        assert r["segments"]["cs"] == CODE and r["ip"] in (0x601, 0x602, 0x603), r
+    c.call("execution.pause")
+    assert r["general"]["ax"] > 0
+    idle(c)
+
 
 def test_handler_failure_is_32603_and_the_server_keeps_serving():
     # L26: -32603 (handler error) -- a method whose handler raises
