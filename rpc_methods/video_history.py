@@ -81,7 +81,7 @@ class History:
             self.compare_mode()
             return handled
         self._hooked = hook(pm, {"write": journaled_write})
-        self._fast = getattr(pm, "fast_reads", False)
+        self._pm = pm                   # this machine's (session.start may replace it)
         self.active = True
         self._slow_ports()
 
@@ -91,7 +91,7 @@ class History:
         graphics controller), and those OUTs would not reach the wrapped
         ``write``.  Checked before every slice, as a hardware trace that
         stops puts the fast path back."""
-        pm = self.ctl.machine.ports
+        pm = self._pm
         if self.active and getattr(pm, "fast_reads", False):
             pm.set_fast_reads(False)
 
@@ -104,8 +104,10 @@ class History:
                 self._hooked = None
             trace = self.ctl.extensions.get("hardware_trace")
             tracing = getattr(trace, "active", False) and getattr(trace, "include_io", False)
-            pm = self.ctl.machine.ports
-            if self._fast and not tracing and not getattr(pm, "fast_reads", True):
+            pm = self._pm
+            # the fast path is on unless a recorder wants it off (the two
+            # recorders turn it off and back on; nothing else does)
+            if not tracing and not getattr(pm, "fast_reads", True):
                 pm.set_fast_reads(True)
 
     def compare(self):

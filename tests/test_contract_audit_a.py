@@ -951,6 +951,21 @@ def test_vga_history_journals_font_plane_bytes_and_not_graphics_memory(v):
     bios_mode(v, 3)
 
 
+def test_vga_history_keeps_journaling_ports_across_a_hardware_trace(vga, v):
+    # L323: video port writes are journaled while recording, also after a
+    # hardware trace (which switches the ports' fast path too) stops
+    bios_mode(v, 3)
+    v.call("hardware.trace.start", {"include_irq": False})
+    v.call("video.history.start", {})
+    v.call("hardware.trace.stop")
+    run_code(v, bytes([0xBA, 0xC4, 0x03, 0xB8, 0x02, 0x0F, 0xEF, 0xEB, 0xFE]), offset=0x200)
+    events = v.call("video.history.read", {"limit": 4096})["events"]
+    assert [(e["kind"], e["address"], e["old"], e["new"]) for e in events] == \
+        [("port", 0x3C4, 2, 0x0F02)]
+    v.call("video.history.stop")
+    assert vga.machine.ports.fast_reads is True          # the fast path is back
+
+
 # -- io.read / io.write (L329-L349) ------------------------------------------------------------
 
 @pytest.mark.parametrize("params", [{"port": 0x10000}, {"port": -1}, {}, {"port": None},
