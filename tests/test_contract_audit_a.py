@@ -8,6 +8,7 @@ line ("L147") or the COMPAT section.  Everything goes over a real socket to
 a real machine."""
 
 import base64
+import collections
 import hashlib
 import json
 import threading
@@ -949,6 +950,56 @@ def test_vga_history_journals_font_plane_bytes_and_not_graphics_memory(v):
     assert mode_events and mode_events[-1]["address"] == 0x13
     v.call("video.history.stop")
     bios_mode(v, 3)
+
+
+def all_events(c, cursor):
+    out = []
+    while True:
+        page = c.call("video.history.read", {"cursor": cursor, "limit": 4096})
+        out += page["events"]
+        if page["next_cursor"] is None:
+            return out
+        cursor = page["next_cursor"]
+
+
+def test_vga_history_mode_sets_give_mode_clear_text_and_font_events(v):
+    # L323/L325: VGA text clear and mode events; clear_text resets text VRAM
+    # to zero; mode gives the mode number, columns and display offset
+    bios_mode(v, 3)
+    v.call("video.history.start", {})
+    bios_mode(v, 0x12)
+    events = all_events(v, 0)
+    kinds = collections.Counter(e["kind"] for e in events)
+    assert kinds["clear_text"] == 1 and kinds["text"] == 0 and kinds["font"] == 0
+    clear = next(e for e in events if e["kind"] == "clear_text")
+    assert (clear["address"], clear["old"], clear["new"]) == (0, 0, 0)
+    modes = [(e["address"], e["old"], e["new"]) for e in events if e["kind"] == "mode"]
+    assert modes[-1] == (0x12, 80, 0)
+    t = v.call("video.text")
+    assert t["cells"][0][0]["code"] == 0 and t["text"] == [""] * 25
+    mark = events[-1]["sequence"]
+    bios_mode(v, 3)                          # the text mode loads its font again
+    back = all_events(v, mark)
+    kinds = collections.Counter(e["kind"] for e in back)
+    assert kinds["text"] > 0 and kinds["font"] > 0
+    assert [(e["address"], e["old"], e["new"]) for e in back if e["kind"] == "mode"][-1] \
+        == (3, 80, 0)
+    v.call("video.history.stop")
+
+
+def test_cga_history_mode_events_follow_the_crtc_start(c):
+    # L325: a mode event's address/old/new are the mode number, columns and
+    # display offset -- a new CRTC start address is a new display offset
+    cga_text_mode(c)
+    c.call("video.history.start", {})
+    for index, value in ((12, 0x07), (13, 0xD0)):
+        c.call("io.write", {"port": 0x3D4, "value": index})
+        c.call("io.write", {"port": 0x3D5, "value": value})
+    modes = [(e["address"], e["old"], e["new"]) for e in all_events(c, 0)
+             if e["kind"] == "mode"]
+    assert modes == [(0x29, 80, 0x0E00), (0x29, 80, 0x0FA0)]
+    c.call("video.history.stop")
+    cga_text_mode(c)
 
 
 def test_vga_history_keeps_journaling_ports_across_a_hardware_trace(vga, v):
