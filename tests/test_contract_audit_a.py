@@ -344,8 +344,9 @@ def test_the_first_request_sees_the_reset_state():
         assert (regs["segments"]["cs"] << 4) + regs["ip"] == 0xFFFF0
         assert regs["flags"] & 0x0FFF == 2 and regs["flags_text"] == "--------"
         assert regs["clock"] == 0 and regs["in_hlt"] is False and regs["state_revision"] == 0
+        # (the second may be served after a first slice: the running loop
+        # gives requests 2 ms between slices)
         assert status["state"] == "running" and status["last_stop"] is None
-        assert status["clock"] == 0 and status["state_revision"] == 0
     finally:
         cl.close()
         stop.set()
