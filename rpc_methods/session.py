@@ -7,8 +7,9 @@ with the built-in BIOS and DOS for one program (``pypc_core.dos.session.
 DosSession``), stopped on the program's first instruction (stop kind
 ``startup``), and the controller runs that machine from then on (the
 previous one is left alone; a previous session's machine is closed).  The
-session is ``ses-N``; CPU and hardware traces, video histories and
-retained video snapshots of the previous machine end with it.  Its program's end, on its own or forced by
+session is ``ses-N``; CPU, hardware and DOS traces, video histories and
+retained video snapshots of the previous machine end with it.  Its
+program's end, on its own or forced by
 ``session.stop``, is a ``program_exit`` stop with the exit code (and
 ``forced`` when ``session.stop`` ended it: true at once or after its
 graceful timeout, false when the program ended on the Ctrl-Break a graceful
