@@ -14,7 +14,6 @@ them with the machine they belong to."""
 import collections
 
 from pypc_core import hookimpl
-from pypc_core.cpu import state as S
 from pypc_core.rpc.errors import limit, not_found
 
 MAX_CHECKPOINTS = 16
@@ -69,7 +68,7 @@ def restore(ctl, params):
     cp_id, item = _entry(ctl, params)
     revision = ctl.revision
     ctl.machine.restore(item["checkpoint"])
-    ctl.extra_revision = revision + 1 - int(ctl.cpu.ctl[S.C_INSTRUCTIONS])
+    ctl.extra_revision = revision + 1 - ctl.cpu.ticks
     ctl.at_slice_boundary = False
     ctl.last_stop = item["last_stop"]
     if ctl.session is not None:

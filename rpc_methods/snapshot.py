@@ -100,7 +100,7 @@ def import_(ctl, params):
     except SnapshotError as exc:
         raise _rpc_error(exc) from None
     # revisions are host-session identities: one more than before the import
-    ctl.extra_revision = before + 1 - int(ctl.cpu.instructions)
+    ctl.extra_revision = before + 1 - ctl.cpu.ticks
     _clear_journals(ctl)
     # transient predicates (run_until) go with their operations; the
     # permanent breakpoints stay unless preserve_breakpoints is false

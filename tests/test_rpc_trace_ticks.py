@@ -150,3 +150,34 @@ def test_an_interrupt_dispatch_event(trace):
         nxt = events[i + 1]
         assert nxt["kind"] == "instruction"
         assert (nxt["address"]["segment"], nxt["address"]["offset"]) == handler
+
+
+def test_the_revision_rises_once_per_traced_tick():
+    """Property: state_revision rises by one per CPU Tick (COMPAT Common)
+    and the trace records one event per Tick, so over a run the trace does
+    not fill, the two counts are equal -- HLT waits and interrupt entries
+    included."""
+    fx = RpcFixture()
+    try:
+        c = fx.client()
+        c.call("execution.pause")
+        op = c.call("execution.run_until", {"max_emulated_ns": 3_000_000_000})["operation_id"]
+        c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})
+        c.call("memory.write", {"address": seg(0),
+                                "data_base64": base64.b64encode(GUEST).decode()})
+        r = c.call("state.get")
+        c.call("state.set_registers", {
+            "expected_state_revision": r["state_revision"],
+            "expected": {"cs": r["segments"]["cs"], "ip": r["ip"],
+                         "ss": r["segments"]["ss"], "sp": r["general"]["sp"]},
+            "set": {"cs": SEG, "ip": 0, "ss": STACK_SEG, "sp": STACK_TOP}})
+        before = c.call("state.get")["state_revision"]
+        c.call("trace.start", {"detail": "csip", "instruction_count": 65536})
+        op = c.call("execution.run_until", {"max_emulated_ns": 20_000_000})["operation_id"]
+        c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})
+        events = c.call("trace.stop")["event_count"]
+        after = c.call("state.get")["state_revision"]
+        assert 100 < events < 65536             # waits, entries and instructions, not full
+        assert after - before == events
+    finally:
+        fx.close()

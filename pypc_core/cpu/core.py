@@ -39,7 +39,7 @@ from .state import (
     AX, CX, DX, BX, SP, BP, SI, DI, ES, CS, SS, DS, IP, FLAGS,
     F_CF, F_PF, F_AF, F_ZF, F_SF, F_TF, F_IF, F_DF, F_OF,
     C_CYCLES, C_INSTRUCTIONS, C_DEADLINE, C_EXIT, C_EXIT_PORT, C_EXIT_VALUE,
-    C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_SKIP_BP,
+    C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_HLT_WAITS, C_SKIP_BP,
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
     C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
     C_REP_RESUME, C_TRACE, C_TRACE_N, C_SKIP_INT, C_INT_MASK, C_IOW_N, C_IOW,
@@ -1616,8 +1616,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                     break
             inhibit = False
             if ctl[C_HALTED] != 0:
-                # idle until the next device deadline (interrupts wake us above)
+                # idle until the next device deadline (interrupts wake us
+                # above); the wait is one CPU Tick (the RPC's state_revision
+                # and the trace count it)
                 cycles = deadline
+                ctl[C_HLT_WAITS] += 1
                 exit_reason = EXIT_BUDGET
                 break
         elif not in_at(mem, np.int64(regs[CS]) << 4, np.int64(regs[IP])):
@@ -1917,16 +1920,14 @@ def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
         n = ctl[C_TRACE_N]
         trace_fill(regs, mem, ctl, trc, n % trc.shape[0], mode, csb, ip, ctl[C_CYCLES])
         insns = ctl[C_INSTRUCTIONS]
+        waits = ctl[C_HLT_WAITS]
         resumed = ctl[C_REP_RESUME] != 0
-        halted = ctl[C_HALTED] != 0
-        before = ctl[C_CYCLES]
         ctl[C_STEP] = 1
         reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
         ran = ctl[C_INSTRUCTIONS] - insns
         if ran == 1 and not resumed:
             ctl[C_TRACE_N] = n + 1          # the record stands
-        elif (ran == 0 and halted and reason == EXIT_BUDGET and ctl[C_HALTED] != 0
-              and ctl[C_CYCLES] > before):
+        elif ran == 0 and ctl[C_HLT_WAITS] != waits:
             trc[n % trc.shape[0], TR_KIND] = TRK_HLT
             ctl[C_TRACE_N] = n + 1          # a wait: the record stands as one
         if ran >= 1 and user_steps > 0:

@@ -113,6 +113,12 @@ class Cpu:
         return int(self.ctl[S.C_INSTRUCTIONS])
 
     @property
+    def ticks(self):
+        """CPU Ticks so far: instructions, interrupt entries and the waits
+        of a halted CPU."""
+        return int(self.ctl[S.C_INSTRUCTIONS]) + int(self.ctl[S.C_HLT_WAITS])
+
+    @property
     def pc(self):
         return ((int(self.regs[S.CS]) << 4) + int(self.regs[S.IP])) & 0xFFFFF
 
@@ -136,12 +142,14 @@ class Cpu:
         self.regs[:] = 0
         self.regs[S.CS] = 0xFFFF
         self.regs[S.FLAGS] = S.FLAGS_FIXED_ONES
-        keep = self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE]
+        keep = (self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_HLT_WAITS],
+                self.ctl[S.C_TRAP_ENABLE])
         # the debugger's words (breakpoint masks, watched ports, the trace
         # and the effect recorder) outlive a reset: they are the session's
         debugger = self.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX].copy()
         recording = self.ctl[S.C_RECORD], self.ctl[S.C_EFFECTS]
         self.ctl[:] = 0
-        self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_TRAP_ENABLE] = keep
+        (self.ctl[S.C_CYCLES], self.ctl[S.C_INSTRUCTIONS], self.ctl[S.C_HLT_WAITS],
+         self.ctl[S.C_TRAP_ENABLE]) = keep
         self.ctl[S.C_TRACE:S.C_IOW + S.IOW_MAX] = debugger
         self.ctl[S.C_RECORD], self.ctl[S.C_EFFECTS] = recording

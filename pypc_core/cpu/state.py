@@ -59,6 +59,7 @@ C_SKIP_BP = 12        # 1: ignore the execution breakpoint at CS:IP once (resume
 C_STEP = 13           # >0: stop after this many instructions (EXIT_STEP)
 C_RECORD = 14         # 1: record memory/I/O effects into the effect buffer
 C_EFFECTS = 15        # number of effects recorded in the current record window
+C_HLT_WAITS = 16      # waits of a halted CPU (each a CPU Tick: the clock moved to a deadline)
 C_WATCH_HIT = 17      # linear address of the access that hit a memory watch
 C_WATCH_KIND = 18     # 1 read, 2 write
 C_WATCH_VALUE = 19    # byte read or written

@@ -141,7 +141,7 @@ class Controller:
     # ------------------------------------------------------------------
     @property
     def revision(self):
-        return int(self.cpu.ctl[S.C_INSTRUCTIONS]) + self.extra_revision
+        return self.cpu.ticks + self.extra_revision
 
     def bump(self):
         """One successful RPC state change (the revision advances by one)."""
@@ -241,7 +241,7 @@ class Controller:
         self.machine = machine
         self.cpu = machine.cpu
         self.machine_run_until_cycle = machine.run_until_cycle
-        self.extra_revision = revision + 1 - int(self.cpu.ctl[S.C_INSTRUCTIONS])
+        self.extra_revision = revision + 1 - self.cpu.ticks
         self.bp_meta.clear()
         self.pressed.clear()
         self.running = False
@@ -379,7 +379,7 @@ class Controller:
     def _step(self):
         op = self.pending_step
         self.pending_step = None
-        before = int(self.cpu.ctl[S.C_INSTRUCTIONS])
+        before = self.cpu.ticks
         m = self.machine
         # an interrupt breakpoint on the INT at CS:IP wins over the step,
         # unless the step resumes from that breakpoint's stop
@@ -400,8 +400,8 @@ class Controller:
         finally:
             if routed is not None:
                 m.run_until_cycle = routed
-        if int(self.cpu.ctl[S.C_INSTRUCTIONS]) == before and early is None:
-            self.extra_revision += 1           # a HLT wait is a Tick too
+        if self.cpu.ticks == before and early is None:
+            self.extra_revision += 1           # a firmware service is a Tick too
         if stop is not None:
             result = contract_stop(self, stop) or self.make_stop(
                 "pause" if stop.kind == "budget" and op.mode == "over" else "step")
@@ -428,12 +428,9 @@ class Controller:
             n = max(1, min(n, op.deadline - now))
         for hook in self.limit_hooks:
             n = max(1, min(n, hook(self, n)))
-        before = int(ctl[S.C_INSTRUCTIONS])
         t0 = time.perf_counter()
         stop = self.machine_run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0
-        if int(ctl[S.C_INSTRUCTIONS]) == before and int(ctl[S.C_CYCLES]) > now:
-            self.extra_revision += 1            # the CPU sat in HLT
         result = contract_stop(self, stop)
         for hook in self.slice_hooks:
             hook(self)
