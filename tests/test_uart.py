@@ -105,6 +105,40 @@ def test_receive_is_flow_controlled_by_the_guest_reading_rbr():
     assert b.uart.status()["rx_pending"] == 0
 
 
+def test_a_byte_queued_before_the_divisor_is_set_arrives_at_the_guests_rate():
+    """After reset the divisor latch is 0 (65536: about 5.7 s a character).
+    A byte the host queues then is in flight at that rate; when the guest
+    sets 9600 baud its remaining bits take the new rate, so it arrives one
+    9600-baud character after the setup (not seconds later), and the next
+    one follows at 9600 baud.  The same holds for a byte the guest sends."""
+    b = Bench()
+    assert b.uart.write_input(b"AB") == 2
+    b.out(0, 0x54)                                # sent at the reset rate
+    b.at(1000)
+    b.setup(divisor=12)                           # 9600 8N1: 4972 cycles a byte
+    b.at(1000 + 4972 - 8)
+    assert not b.inp(5) & 1
+    assert b.uart.read_output(0, 10)[2] == b""
+    b.at(1000 + 4972 + 8)
+    assert b.inp(5) & 1 and b.inp(0) == ord("A")
+    assert b.uart.read_output(0, 10)[2] == b"T"
+    b.at(1000 + 4972 + 8 + 41 + 4972)
+    assert b.inp(5) & 1 and b.inp(0) == ord("B")
+    assert b.uart.status()["rx_pending"] == 0
+
+
+def test_a_rate_change_mid_character_rescales_what_is_left():
+    b = Bench()
+    b.setup(divisor=12)                           # 4972 cycles a byte
+    b.uart.write_input(b"x")
+    b.at(2486)                                    # half of it has arrived
+    b.setup(divisor=24)                           # 4800 baud: the other half takes 4972
+    b.at(2486 + 4972 - 4)
+    assert not b.inp(5) & 1
+    b.at(2486 + 4972 + 4)
+    assert b.inp(5) & 1 and b.inp(0) == ord("x")
+
+
 # -- registers, loopback, interrupts -------------------------------------------------------
 
 def test_scratch_divisor_and_register_read_back():

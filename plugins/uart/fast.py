@@ -216,6 +216,23 @@ def peek(st, r):
 
 
 @njit(**JIT)
+def _set_rate(st, cycle, char):
+    """A new character time (a divisor or line-control write): a character
+    in flight either way finishes its remaining bits at the new rate (a
+    byte the host queued while the divisor was still unset -- 65536, about
+    5.7 s a character -- then arrives at the rate the guest chose)."""
+    old = st[S_CHAR]
+    st[S_CHAR] = char
+    if old == char:
+        return
+    for due in (S_RX_DUE, S_TX_DUE):
+        left = st[due] - cycle
+        if st[due] >= 0 and left > 0:
+            rest = (left * char + old - 1) // old
+            st[due] = cycle + (rest if rest > 0 else 1)
+
+
+@njit(**JIT)
 def access(st, r, value, write, cycle):
     """A guest read (``write`` 0; returns the byte) or write of register
     ``r`` at ``cycle``."""
@@ -258,7 +275,7 @@ def access(st, r, value, write, cycle):
     if r == RBR:
         if dlab:
             st[S_DLL] = value
-            st[S_CHAR] = char_cycles(st[S_LCR], (st[S_DLM] << 8) | value)
+            _set_rate(st, cycle, char_cycles(st[S_LCR], (st[S_DLM] << 8) | value))
         else:
             st[S_THRE_PEND] = 0
             if st[S_TX_DUE] < 0:                 # shift register idle: takes it
@@ -273,14 +290,14 @@ def access(st, r, value, write, cycle):
     elif r == IER:
         if dlab:
             st[S_DLM] = value
-            st[S_CHAR] = char_cycles(st[S_LCR], (value << 8) | st[S_DLL])
+            _set_rate(st, cycle, char_cycles(st[S_LCR], (value << 8) | st[S_DLL]))
         else:
             if value & IER_THRE and not st[S_IER] & IER_THRE and st[S_LSR] & LSR_THRE:
                 st[S_THRE_PEND] = 1               # enabled with THR empty
             st[S_IER] = value & 0x0F
     elif r == LCR:
         st[S_LCR] = value
-        st[S_CHAR] = char_cycles(value, (st[S_DLM] << 8) | st[S_DLL])
+        _set_rate(st, cycle, char_cycles(value, (st[S_DLM] << 8) | st[S_DLL]))
     elif r == MCR:
         was_loop = st[S_MCR] & MCR_LOOP
         st[S_MCR] = value & 0x1F
