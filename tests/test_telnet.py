@@ -15,124 +15,19 @@ import numpy as np
 import pytest
 
 from guest import program_bytes
-from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, MachineThread, floppy,
-                            plugins_with, viewer_args)
+from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, TelnetClient, TelnetRig,
+                            at_prompt, rig_fixture)
 
 pyte = pytest.importorskip("pyte")
 from pyte.graphics import BG_AIXTERM, BG_ANSI, FG_AIXTERM, FG_ANSI  # noqa: E402
 
-from pypc_core import frontends  # noqa: E402
 from pypc_core.frontends.telnet import (CP437, DO, DONT, IAC, OPT_BINARY, OPT_ECHO,  # noqa: E402
                                         OPT_SGA, WILL, WONT, TelnetInput)
-from pypc_core.machine import Machine, MachineConfig  # noqa: E402
 
 CGA_TO_ANSI = (0, 4, 2, 6, 1, 5, 3, 7)       # CGA colour order -> ANSI's
 
 
-class TelnetClient:
-    """A telnet client that agrees to what the server offers and hands
-    everything else to a pyte stream."""
-
-    def __init__(self, port):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=CEILING_S)
-        self.sock.settimeout(0.2)
-        self.options = []            # (verb, option) received
-        self.raw = bytearray()       # the data bytes (IAC stripped) received
-        self._pending = b""
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def _strip(self, data):
-        data = self._pending + data
-        self._pending = b""
-        out = bytearray()
-        i = 0
-        while i < len(data):
-            b = data[i]
-            if b != IAC:
-                out.append(b)
-                i += 1
-                continue
-            if i + 1 >= len(data):
-                self._pending = data[i:]
-                break
-            verb = data[i + 1]
-            if verb == IAC:
-                out.append(IAC)
-                i += 2
-            elif verb in (DO, DONT, WILL, WONT):
-                if i + 2 >= len(data):
-                    self._pending = data[i:]
-                    break
-                self.options.append((verb, data[i + 2]))
-                i += 3
-            else:
-                i += 2
-        return bytes(out)
-
-    def read(self, stream=None, seconds=0.2):
-        """What arrives within ``seconds`` (data bytes, fed to ``stream``)."""
-        got = bytearray()
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            if not chunk:
-                break
-            data = self._strip(chunk)
-            got += data
-            if stream is not None:
-                stream.feed(data)
-        self.raw += got
-        return bytes(got)
-
-    def read_until(self, stream, predicate, timeout=CEILING_S):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return True
-            self.read(stream, 0.05)
-        return predicate()
-
-    def close(self):
-        self.sock.close()
-
-
-class Rig:
-    def __init__(self, tmp_path, code, **args):
-        self.machine = Machine(MachineConfig(plugins=plugins_with("cga"),
-                                             floppy_a=floppy(tmp_path / "boot.img", code)))
-        self.frontends = frontends.start(self.machine, viewer_args(telnet_port=0, **args))
-        self.thread = MachineThread(self.machine, self.frontends)
-
-    @property
-    def port(self):
-        return self.frontends.telnet.port
-
-    def close(self):
-        self.thread.close()
-        self.frontends.close()
-        self.machine.close()
-
-
-@pytest.fixture
-def rig_factory(tmp_path):
-    rigs = []
-
-    def make(code, **kw):
-        rig = Rig(tmp_path, code, **kw)
-        rigs.append(rig)
-        return rig
-    yield make
-    for rig in rigs:
-        rig.close()
-
-
-def at_prompt(m):
-    return m.screen_contains(ECHO_PROMPT.strip()) and m.waiting_for_key()
+rig_factory = rig_fixture(TelnetRig)
 
 
 def guest_screen(m):

@@ -18,17 +18,15 @@ import numpy as np
 import pytest
 
 from guest import program_bytes
-from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, MachineThread, floppy,
-                            plugins_with, viewer_args)
+from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, TelnetClient, TelnetRig,
+                            at_prompt, rig_fixture)
 
 pyte = pytest.importorskip("pyte")
 from pyte.graphics import BG_AIXTERM, BG_ANSI, FG_AIXTERM, FG_ANSI  # noqa: E402
 
-from pypc_core import frontends  # noqa: E402
 from pypc_core.frontends.display import Snapshot  # noqa: E402
 from pypc_core.frontends.telnet import (CP437, DO, DONT, IAC, OPT_NAWS, SB, SB_LIMIT,  # noqa: E402
                                         SE, SETUP, WILL, WONT, ScreenView, TelnetInput)
-from pypc_core.machine import Machine, MachineConfig  # noqa: E402
 
 CGA_TO_ANSI = (0, 4, 2, 6, 1, 5, 3, 7)       # CGA colour order -> ANSI's
 
@@ -99,25 +97,18 @@ def naws(columns, rows):
     return bytes((IAC, SB)) + body.replace(b"\xff", b"\xff\xff") + bytes((IAC, SE))
 
 
-class NawsClient:
+class NawsClient(TelnetClient):
     """A telnet client: ``answer`` is what it says to DO NAWS ("will": WILL
     and its window size, "wont", or None: nothing, like a raw socket), and
     everything else goes to a pyte stream."""
 
     def __init__(self, port, window=(80, 25), answer="will"):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=CEILING_S)
+        super().__init__(port)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.sock.settimeout(0.2)
         self.window = window
         self.answer = answer
-        self.options = []            # (verb, option) received
-        self.raw = bytearray()       # the data bytes (IAC stripped) received
-        self._pending = b""
         self.screen = StrictScreen(*window)
         self.stream = pyte.ByteStream(self.screen)
-
-    def send(self, data):
-        self.sock.sendall(data)
 
     def resize(self, columns, rows, send=True):
         """The terminal's window changes (as pyte keeps the cells that still
@@ -128,105 +119,37 @@ class NawsClient:
             self.send(naws(columns, rows))
 
     def _option(self, verb, opt):
-        self.options.append((verb, opt))
+        super()._option(verb, opt)
         if verb == DO and opt == OPT_NAWS:
             if self.answer == "will":
                 self.send(bytes((IAC, WILL, OPT_NAWS)) + naws(*self.window))
             elif self.answer == "wont":
                 self.send(bytes((IAC, WONT, OPT_NAWS)))
 
-    def _strip(self, data):
-        data = self._pending + data
-        self._pending = b""
-        out = bytearray()
-        i = 0
-        while i < len(data):
-            b = data[i]
-            if b != IAC:
-                out.append(b)
-                i += 1
-                continue
-            if i + 1 >= len(data):
-                self._pending = data[i:]
-                break
-            verb = data[i + 1]
-            if verb == IAC:
-                out.append(IAC)
-                i += 2
-            elif verb in (DO, DONT, WILL, WONT):
-                if i + 2 >= len(data):
-                    self._pending = data[i:]
-                    break
-                self._option(verb, data[i + 2])
-                i += 3
-            else:
-                i += 2
-        return bytes(out)
-
     def read(self, seconds=0.2):
-        got = bytearray()
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            try:
-                chunk = self.sock.recv(65536)
-            except socket.timeout:
-                continue
-            if not chunk:
-                break
-            data = self._strip(chunk)
-            got += data
-            self.stream.feed(data)
-        self.raw += got
-        return bytes(got)
+        return self._receive(self.stream, seconds)
 
     def read_until(self, predicate, timeout=CEILING_S):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return True
-            self.read(0.05)
-        return predicate()
-
-    def close(self):
-        self.sock.close()
+        return super().read_until(self.stream, predicate, timeout)
 
 
-class Rig:
-    def __init__(self, tmp_path, code):
-        self.machine = Machine(MachineConfig(plugins=plugins_with("cga"),
-                                             floppy_a=floppy(tmp_path / "boot.img", code)))
-        self.frontends = frontends.start(self.machine, viewer_args(telnet_port=0))
-        self.thread = MachineThread(self.machine, self.frontends)
+class Rig(TelnetRig):
+    def __init__(self, tmp_path, code=ECHO_BOOT):
+        super().__init__(tmp_path, code)
         self.clients = []
 
     def client(self, window=(80, 25), answer="will"):
-        c = NawsClient(self.frontends.telnet.port, window, answer)
+        c = NawsClient(self.port, window, answer)
         self.clients.append(c)
         return c
 
     def close(self):
         for c in self.clients:
             c.close()
-        self.thread.close()
-        self.frontends.close()
-        self.machine.close()
+        super().close()
 
 
-@pytest.fixture
-def rig_factory(tmp_path):
-    rigs = []
-
-    def make(code=ECHO_BOOT):
-        rig = Rig(tmp_path, code)
-        rigs.append(rig)
-        return rig
-    yield make
-    for rig in rigs:
-        rig.close()
-
-
-def at_prompt(m):
-    return m.screen_contains(ECHO_PROMPT.strip()) and m.waiting_for_key()
+rig_factory = rig_fixture(Rig)
 
 
 def guest_screen(m):

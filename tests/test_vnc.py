@@ -21,8 +21,9 @@ import pytest
 
 from guest import program_bytes
 from test_launcher import pypc_command, pypc_env
-from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, VGA_MODES_BOOT, MachineThread,
-                            floppy, free_port, plugins_with, viewer_args, wait_for)
+from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, VGA_MODES_BOOT, TelnetClient,
+                            ViewerRig, at_prompt, floppy, free_port, rig_fixture, viewer_args,
+                            wait_for)
 
 vncdotool = pytest.importorskip("vncdotool")
 from PIL import Image  # noqa: E402  (vncdotool's own dependency)
@@ -31,7 +32,7 @@ from vncdotool import api, client, rfb  # noqa: E402
 from pypc_core import frontends  # noqa: E402
 from pypc_core.frontends.vnc import (PixelFormat, changed_rects, keysym_to_scancode,  # noqa: E402
                                      zrle_tiles)
-from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
+from pypc_core.machine import CPU_HZ  # noqa: E402
 
 TILE = 16
 
@@ -79,44 +80,7 @@ def last_rects(c):
 
 # -- machines -----------------------------------------------------------------------
 
-class Rig:
-    """A machine booting ``code`` from a floppy, its viewers and its thread."""
-
-    def __init__(self, tmp_path, code, video="cga", **args):
-        self.machine = Machine(MachineConfig(plugins=plugins_with(video),
-                                             floppy_a=floppy(tmp_path / "boot.img", code)))
-        self.frontends = frontends.start(self.machine, viewer_args(
-            vnc_port=0, telnet_port=args.pop("telnet_port", None), **args))
-        self.thread = MachineThread(self.machine, self.frontends)
-
-    @property
-    def port(self):
-        return self.frontends.vnc.port
-
-    def frame(self):
-        return self.thread.call(lambda m: m.video.frame().copy())
-
-    def close(self):
-        self.thread.close()
-        self.frontends.close()
-        self.machine.close()
-
-
-@pytest.fixture
-def rig_factory(tmp_path):
-    rigs = []
-
-    def make(code, **kw):
-        rig = Rig(tmp_path, code, **kw)
-        rigs.append(rig)
-        return rig
-    yield make
-    for rig in rigs:
-        rig.close()
-
-
-def at_prompt(m):
-    return m.screen_contains(ECHO_PROMPT.strip()) and m.waiting_for_key()
+rig_factory = rig_fixture(ViewerRig)
 
 
 # -- frames equal the renderer's ------------------------------------------------------
@@ -561,7 +525,6 @@ def test_the_command_line_viewers_and_keys_under_no_rpc(tmp_path):
     127.0.0.1; keys typed in the telnet client and in vncdotool reach the
     built-in DOS shell (ECHO, then EXIT ends the run with status 0)."""
     import pyte
-    from test_telnet import TelnetClient
     vnc_port, telnet_port = free_port(), free_port()
     folder = tmp_path / "c"
     folder.mkdir()
@@ -641,7 +604,6 @@ def test_with_rpc_on_the_viewers_are_view_only_and_follow_rpc_changes(tmp_path):
     it); a memory write through the RPC while the machine is paused reaches
     both viewers (the VNC update is one tile)."""
     import pyte
-    from test_telnet import TelnetClient
     vnc_port, telnet_port = free_port(), free_port()
     proc = subprocess.Popen(
         pypc_command() + ["run", "--headless", "--speed", "1", "--rpc-port", "0",

@@ -24,12 +24,10 @@ import numpy as np
 import pytest
 
 from guest import program_bytes
-from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, MachineThread, floppy,
-                            plugins_with, viewer_args, wait_for)
+from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, ViewerRig, at_prompt,
+                            rig_fixture, wait_for)
 
-from pypc_core import frontends
 from pypc_core.frontends.vnc import ColourMap, PixelFormat, colour_keys
-from pypc_core.machine import Machine, MachineConfig
 
 TILE = 16
 ENC_RAW, ENC_ZRLE = 0, 16
@@ -101,43 +99,7 @@ assert len(VGA_PALETTE_BOOT) == 0x63
 PHASE = 0x600
 
 
-# -- the rig: a machine, its VNC server, its thread -----------------------------------
-
-class Rig:
-    def __init__(self, tmp_path, code, video="cga"):
-        self.machine = Machine(MachineConfig(plugins=plugins_with(video),
-                                             floppy_a=floppy(tmp_path / "boot.img", code)))
-        self.frontends = frontends.start(self.machine, viewer_args(vnc_port=0))
-        self.thread = MachineThread(self.machine, self.frontends)
-
-    @property
-    def port(self):
-        return self.frontends.vnc.port
-
-    def frame(self):
-        return self.thread.call(lambda m: m.video.frame().copy())
-
-    def close(self):
-        self.thread.close()
-        self.frontends.close()
-        self.machine.close()
-
-
-@pytest.fixture
-def rig_factory(tmp_path):
-    rigs = []
-
-    def make(code, **kw):
-        rig = Rig(tmp_path, code, **kw)
-        rigs.append(rig)
-        return rig
-    yield make
-    for rig in rigs:
-        rig.close()
-
-
-def at_prompt(m):
-    return m.screen_contains(ECHO_PROMPT.strip()) and m.waiting_for_key()
+rig_factory = rig_fixture(ViewerRig)
 
 
 def phase(n, key=True):

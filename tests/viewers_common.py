@@ -1,6 +1,8 @@
-"""What the viewer tests (test_vnc.py, test_telnet.py, test_audio.py) share:
-guest boot sectors written here, a machine thread that runs a machine in
-the background the way the launcher does, and free TCP ports.
+"""What the viewer tests (test_vnc.py, test_vnc_colour_map.py, test_telnet.py,
+test_telnet_window.py, test_audio.py) share: guest boot sectors written
+here, a machine thread that runs a machine in the background the way the
+launcher does, the rig of a machine with its viewers and thread, a telnet
+client that strips the protocol from what it reads, and free TCP ports.
 
 Every wall time here is a generous ceiling that only keeps a broken run
 from hanging the suite; nothing asserts how fast anything is.
@@ -12,7 +14,11 @@ import socket
 import threading
 import time
 
-from pypc_core.machine import CPU_HZ, MachineConfig
+import pytest
+
+from pypc_core import frontends
+from pypc_core.frontends.telnet import DO, DONT, IAC, WILL, WONT
+from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 
 CEILING_S = 60.0
 FLOPPY_360K = 368640
@@ -218,3 +224,136 @@ def wait_for(predicate, timeout=CEILING_S, step=0.02):
             return True
         time.sleep(step)
     return predicate()
+
+
+def at_prompt(m):
+    """The echo guest (ECHO_BOOT) shows its prompt and waits for a key."""
+    return m.screen_contains(ECHO_PROMPT.strip()) and m.waiting_for_key()
+
+
+class ViewerRig:
+    """A machine booting ``code`` from a floppy with ``video`` as its
+    display card, its viewers as ``pypc run`` starts them (``args``:
+    viewer_args's fields) and its machine thread.  ``VIEWER`` ("vnc" or
+    "telnet") is the viewer always started, on a free port: ``port``."""
+
+    VIEWER = "vnc"
+
+    def __init__(self, tmp_path, code, video="cga", **args):
+        self.machine = Machine(MachineConfig(plugins=plugins_with(video),
+                                             floppy_a=floppy(tmp_path / "boot.img", code)))
+        self.frontends = frontends.start(self.machine, viewer_args(
+            **{self.VIEWER + "_port": 0}, **args))
+        self.thread = MachineThread(self.machine, self.frontends)
+
+    @property
+    def port(self):
+        return getattr(self.frontends, self.VIEWER).port
+
+    def frame(self):
+        return self.thread.call(lambda m: m.video.frame().copy())
+
+    def close(self):
+        self.thread.close()
+        self.frontends.close()
+        self.machine.close()
+
+
+class TelnetRig(ViewerRig):
+    VIEWER = "telnet"
+
+
+def rig_fixture(rig_class):
+    """A ``rig_factory`` fixture: ``rig_factory(...)`` makes a
+    ``rig_class(tmp_path, ...)``; every rig it made is closed at the end."""
+    @pytest.fixture
+    def rig_factory(tmp_path):
+        rigs = []
+
+        def make(*args, **kw):
+            rig = rig_class(tmp_path, *args, **kw)
+            rigs.append(rig)
+            return rig
+        yield make
+        for rig in rigs:
+            rig.close()
+    return rig_factory
+
+
+class TelnetClient:
+    """A telnet client that agrees to what the server offers and hands
+    everything else to a pyte stream.  Each option verb the server sends
+    goes to ``_option`` (which records it in ``options``)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=CEILING_S)
+        self.sock.settimeout(0.2)
+        self.options = []            # (verb, option) received
+        self.raw = bytearray()       # the data bytes (IAC stripped) received
+        self._pending = b""
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def _option(self, verb, opt):
+        self.options.append((verb, opt))
+
+    def _strip(self, data):
+        data = self._pending + data
+        self._pending = b""
+        out = bytearray()
+        i = 0
+        while i < len(data):
+            b = data[i]
+            if b != IAC:
+                out.append(b)
+                i += 1
+                continue
+            if i + 1 >= len(data):
+                self._pending = data[i:]
+                break
+            verb = data[i + 1]
+            if verb == IAC:
+                out.append(IAC)
+                i += 2
+            elif verb in (DO, DONT, WILL, WONT):
+                if i + 2 >= len(data):
+                    self._pending = data[i:]
+                    break
+                self._option(verb, data[i + 2])
+                i += 3
+            else:
+                i += 2
+        return bytes(out)
+
+    def read(self, stream=None, seconds=0.2):
+        """What arrives within ``seconds`` (data bytes, fed to ``stream``)."""
+        return self._receive(stream, seconds)
+
+    def _receive(self, stream, seconds):
+        got = bytearray()
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                continue
+            if not chunk:
+                break
+            data = self._strip(chunk)
+            got += data
+            if stream is not None:
+                stream.feed(data)
+        self.raw += got
+        return bytes(got)
+
+    def read_until(self, stream, predicate, timeout=CEILING_S):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if predicate():
+                return True
+            self._receive(stream, 0.05)
+        return predicate()
+
+    def close(self):
+        self.sock.close()
