@@ -156,3 +156,11 @@ class RpcFixture:
         self.thread.join(timeout=30)
         self.server.close()
         self.machine.close()
+
+    def close_with_session(self):
+        """close(), then the built-in DOS (its drives) of the session the
+        controller had, if any."""
+        session = self.controller.session
+        self.close()
+        if session is not None:
+            session.dos_session.close()

@@ -501,10 +501,7 @@ def _own_session(c, tmp, stop):
                 assert done.stop_reason.kind == "program_exit"
             c.raw.extend(own.raw)
     finally:
-        session = f.controller.session
-        f.close()
-        if session is not None:
-            session.dos_session.close()
+        f.close_with_session()
 
 
 def r_session_start(c, fx, tmp):
@@ -541,10 +538,7 @@ def _dos_trace(c, tmp, method):
             assert own.dos.trace_stop().active is False
             c.raw.extend(own.raw)
     finally:
-        session = f.controller.session
-        f.close()
-        if session is not None:
-            session.dos_session.close()
+        f.close_with_session()
 
 
 def r_dos_trace_start(c, fx, tmp):

@@ -9,40 +9,25 @@ without the built-in DOS."""
 
 import base64
 import os
-import shutil
 
 import pytest
 
 from guest import dos as progs
 from pypc_core.dos.trace import DosTrace
 from pypc_core.rpc.stops import cycles_to_ns
-from rpc_client import RpcFixture
+import session_common
+from session_common import runtime_folder, srv  # noqa: F401  (srv: a fixture)
 
 INT21 = b"\xcd\x21"
 
 
 @pytest.fixture
-def srv():
-    f = RpcFixture(plugins=["cga"])
-    yield f
-    session = f.controller.session
-    f.close()
-    if session is not None:
-        session.dos_session.close()
-
-
-@pytest.fixture
 def workdir(tmp_path):
-    folder = tmp_path / "runtime"
-    folder.mkdir()
-    shutil.copy(progs.path("dostrace"), folder / "DOSTRACE.COM")
-    shutil.copy(progs.path("child"), folder / "CHILD.COM")
-    return folder
+    return runtime_folder(tmp_path, {"dostrace": "DOSTRACE.COM", "child": "CHILD.COM"})
 
 
 def start_session(c, folder, command="DOSTRACE.COM"):
-    return c.call("session.start", {"target": {"command": command, "arguments": []},
-                                    "mounts": [{"drive": "C", "host_path": str(folder)}]})
+    return session_common.start_session(c, folder, command)
 
 
 def run_to_exit(c):

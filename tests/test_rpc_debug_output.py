@@ -238,7 +238,4 @@ def test_numbering_goes_on_across_session_start(tmp_path):
         assert c.error("debug.output.read", {"cursor": "debug-2"})["data"]["reason"] \
             == "CURSOR_EXPIRED"
     finally:
-        session = f.controller.session
-        f.close()
-        if session is not None:
-            session.dos_session.close()
+        f.close_with_session()

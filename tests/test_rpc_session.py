@@ -9,39 +9,20 @@ a fresh copy of its folder for every test."""
 import base64
 import hashlib
 import os
-import shutil
 
 import pytest
 
-from guest import dos as progs
-from rpc_client import RpcFixture
-
-
-@pytest.fixture
-def srv():
-    f = RpcFixture(plugins=["cga"])
-    yield f
-    session = f.controller.session
-    f.close()
-    if session is not None:
-        session.dos_session.close()
+from session_common import runtime_folder, srv, start_session  # noqa: F401  (srv: a fixture)
 
 
 @pytest.fixture
 def workdir(tmp_path):
-    folder = tmp_path / "runtime"
-    folder.mkdir()
-    shutil.copy(progs.path("agent_fixture"), folder / "AGENTFIX.COM")
-    shutil.copy(progs.path("stepover"), folder / "STEPOVER.COM")
-    shutil.copy(progs.path("conio"), folder / "CONIO.COM")
-    return folder
+    return runtime_folder(tmp_path, {"agent_fixture": "AGENTFIX.COM", "stepover": "STEPOVER.COM",
+                                     "conio": "CONIO.COM"})
 
 
 def start(c, folder, command, arguments=()):
-    return c.call("session.start", {"target": {"command": command,
-                                               "arguments": list(arguments)},
-                                    "mounts": [{"drive": "C", "host_path": str(folder)}],
-                                    "break_at": "entry"})
+    return start_session(c, folder, command, arguments, break_at="entry")
 
 
 def seg(segment, offset):

@@ -9,12 +9,11 @@ The guest is tests/guest/dos/breakme.asm; its command-tail letter picks
 how it meets Ctrl-Break."""
 
 import json
-import shutil
 
 import pytest
 
 from guest import dos as progs
-from rpc_client import RpcFixture
+from session_common import runtime_folder, srv, start_session  # noqa: F401  (srv: a fixture)
 
 CPU_NS = 1_000_000_000
 CONTRACT_HZ = 4_770_000                 # docs/rpc.md: ns = cycles x 10^9 / 4,770,000
@@ -22,26 +21,12 @@ LONG_MS = 60000                         # the longest graceful timeout
 
 
 @pytest.fixture
-def srv():
-    f = RpcFixture(plugins=["cga"])
-    yield f
-    session = f.controller.session
-    f.close()
-    if session is not None:
-        session.dos_session.close()
-
-
-@pytest.fixture
 def workdir(tmp_path):
-    folder = tmp_path / "runtime"
-    folder.mkdir()
-    shutil.copy(progs.path("breakme"), folder / "BREAKME.COM")
-    return folder
+    return runtime_folder(tmp_path, {"breakme": "BREAKME.COM"})
 
 
 def start(c, folder, mode):
-    return c.call("session.start", {"target": {"command": "BREAKME.COM", "arguments": [mode]},
-                                    "mounts": [{"drive": "C", "host_path": str(folder)}]})
+    return start_session(c, folder, "BREAKME.COM", [mode])
 
 
 def wait(c, op):
