@@ -18,6 +18,7 @@ import pytest
 
 from pypc_core.plugins import DEVICE_GROUP, PluginManager
 from rpc_client import RpcFixture
+from rpc_fixtures import c, server_fixture  # noqa: F401  (c: a fixture)
 
 SEG = 0x1000
 STACK_SEG, STACK_TOP = 0x2000, 0x1000
@@ -78,16 +79,7 @@ def ip_of(stop):
     return stop["registers"]["ip"]
 
 
-@pytest.fixture
-def fx():
-    f = RpcFixture()
-    yield f
-    f.close()
-
-
-@pytest.fixture
-def c(fx):
-    return fx.client()
+fx = server_fixture()
 
 
 # -- breakpoints.create / list / delete (C401-C427) -----------------------------
@@ -872,11 +864,28 @@ def export(c, path, **extra):
         path=str(path), expected_state_revision=paused_revision(c), **extra))
 
 
-def import_(c, out, root, **extra):
+def import_params(out, root, rev, **extra):
+    """machine.snapshot.import's params for the bundle ``out`` (an export's
+    result), its disks below ``root``, at revision ``rev``."""
     params = dict(path=out["path"], disk_root=str(root), expected_sha256=out["sha256"],
-                  expected_state_revision=paused_revision(c))
+                  expected_state_revision=rev)
     params.update(extra)
-    return c.call("machine.snapshot.import", params)
+    return params
+
+
+def import_(c, out, root, **extra):
+    return c.call("machine.snapshot.import", import_params(out, root, paused_revision(c),
+                                                           **extra))
+
+
+def export_from(path, **config):
+    """The bundle (export's result) of a fresh machine ``RpcFixture(**config)``
+    exported to ``path``; that machine is closed."""
+    f = RpcFixture(**config)
+    try:
+        return export(f.client(), path)
+    finally:
+        f.close()
 
 
 @pytest.mark.parametrize("mode", [None, "auto", "embed", "reference", "reference-files"])
@@ -984,19 +993,13 @@ def test_import_refuses_another_video_adapter(tmp_path):
     # C586: "the live video adapter type must match"
     if "vga" not in AVAILABLE:
         pytest.skip("the vga device plugin is not installed")
-    vga = RpcFixture(plugins=["vga"])
-    try:
-        out = export(vga.client(), tmp_path / "vga.zip")
-    finally:
-        vga.close()
+    out = export_from(tmp_path / "vga.zip", plugins=["vga"])
     cga = RpcFixture()
     try:
         c = cga.client()
         rev = paused_revision(c)
         regs = c.call("state.get_registers")
-        err = c.error("machine.snapshot.import", {
-            "path": out["path"], "disk_root": str(tmp_path / "d"),
-            "expected_sha256": out["sha256"], "expected_state_revision": rev})
+        err = c.error("machine.snapshot.import", import_params(out, tmp_path / "d", rev))
         assert err["code"] == -32602
         assert c.call("state.get_registers") == regs
     finally:
@@ -1007,18 +1010,12 @@ def test_import_refuses_another_game_port_presence(tmp_path):
     # C588: "Import requires the same game-port presence as the live machine"
     if "gameport" not in AVAILABLE:
         pytest.skip("the gameport device plugin is not installed")
-    with_port = RpcFixture(plugins=["cga", "gameport"])
-    try:
-        out = export(with_port.client(), tmp_path / "gp.zip")
-    finally:
-        with_port.close()
+    out = export_from(tmp_path / "gp.zip", plugins=["cga", "gameport"])
     plain = RpcFixture()
     try:
         c = plain.client()
         rev = paused_revision(c)
-        err = c.error("machine.snapshot.import", {
-            "path": out["path"], "disk_root": str(tmp_path / "d"),
-            "expected_sha256": out["sha256"], "expected_state_revision": rev})
+        err = c.error("machine.snapshot.import", import_params(out, tmp_path / "d", rev))
         assert err["code"] == -32602
         assert c.call("session.status")["state_revision"] == rev
     finally:

@@ -13,7 +13,7 @@ import base64
 
 import pytest
 
-from rpc_client import RpcFixture
+from rpc_fixtures import server_fixture
 
 SEG = 0x1000
 LOOP = bytes([0xB8, 0x00, 0x00, 0x40, 0xA3, 0x00, 0x02, 0xCD, 0x60, 0xEB, 0xF8])
@@ -23,11 +23,7 @@ def seg(off):
     return {"space": "segmented", "segment": SEG, "offset": off}
 
 
-@pytest.fixture
-def fx():
-    f = RpcFixture()
-    yield f
-    f.close()
+fx = server_fixture()
 
 
 @pytest.fixture

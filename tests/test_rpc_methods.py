@@ -9,22 +9,14 @@ import hashlib
 import pytest
 
 from rpc_client import RpcFixture
+from rpc_fixtures import c, server_fixture  # noqa: F401  (c: a fixture)
 
 PROGRAM_SEG = 0x1000
 # mov ax,1234h / inc ax / mov [0200h],ax / jmp $
 PROGRAM = bytes([0xB8, 0x34, 0x12, 0x40, 0xA3, 0x00, 0x02, 0xEB, 0xFE])
 
 
-@pytest.fixture
-def fx():
-    f = RpcFixture()
-    yield f
-    f.close()
-
-
-@pytest.fixture
-def c(fx):
-    return fx.client()
+fx = server_fixture()
 
 
 def pause(c):

@@ -13,20 +13,10 @@ from pypc_core import rpc
 from pypc_core.rpc import schemas as rpc_schemas
 from pypc_core.rpc.server import MAX_LINE, RpcServerError, collect_methods
 from rpc_client import RpcFixture
+from rpc_fixtures import c, server_fixture  # noqa: F401  (c: a fixture)
 
 
-@pytest.fixture(scope="module")
-def fx():
-    f = RpcFixture()
-    yield f
-    f.close()
-
-
-@pytest.fixture
-def c(fx):
-    client = fx.client()
-    yield client
-    client.close()
+fx = server_fixture(scope="module")
 
 
 def raw(c, data):
