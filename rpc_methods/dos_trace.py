@@ -116,18 +116,7 @@ def read(ctl, params):
     rec = _current(ctl, "dos.trace.read")
     n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
     cursor = params.get("cursor")
-    after = rec.first_available - 1
-    if cursor is not None:
-        if not isinstance(cursor, str) or not cursor.startswith(CURSOR_PREFIX):
-            raise invalid("cursor must be null or dos-N", field="cursor")
-        after = P.number(cursor[len(CURSOR_PREFIX):], "cursor", 0, 1 << 62)
-        if after >= rec.next_sequence:
-            raise invalid(f"cursor {cursor} is beyond the last event "
-                          f"(dos-{rec.next_sequence - 1})", field="cursor")
-        if after < rec.first_available - 1:
-            raise invalid(f"cursor {cursor} has expired: events before "
-                          f"{rec.first_available} were dropped", "CURSOR_EXPIRED",
-                          first_available_sequence=rec.first_available)
+    after = P.ring_cursor(cursor, CURSOR_PREFIX, rec.first_available, rec.next_sequence)
     skip = after + 1 - rec.first_available
     events = [_shape(e) for e in itertools.islice(rec.events, skip, skip + n)]
     out = _meta(rec)

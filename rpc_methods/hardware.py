@@ -238,18 +238,8 @@ def read(ctl, params):
     rec = _current(ctl, "hardware.trace.read")
     n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
     cursor = params.get("cursor")
-    after = rec.first_available - 1
-    if cursor is not None:
-        if not isinstance(cursor, str) or not cursor.startswith("hardware-"):
-            raise invalid("cursor must be null or hardware-N", field="cursor")
-        after = P.number(cursor[9:], "cursor", 0, 1 << 62)
-        if after >= rec.next_sequence:
-            raise invalid(f"cursor {cursor} is beyond the last event "
-                          f"(hardware-{rec.next_sequence - 1})", field="cursor")
-        if after < rec.first_available - 1:
-            raise invalid(f"cursor {cursor} has expired: events before "
-                          f"{rec.first_available} were overwritten", "CURSOR_EXPIRED",
-                          first_available_sequence=rec.first_available)
+    after = P.ring_cursor(cursor, "hardware-", rec.first_available, rec.next_sequence,
+                          lost="overwritten")
     skip = after + 1 - rec.first_available
     events = [dict(e) for e in list(rec.events)[skip:skip + n]]
     out = rec.meta()

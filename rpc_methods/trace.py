@@ -187,9 +187,7 @@ def read(ctl, params):
     total = tr.recorded()
     offset = 0
     if cursor is not None:
-        if not isinstance(cursor, str) or not cursor.startswith("trace-"):
-            raise invalid("cursor must be null or trace-N", field="cursor")
-        offset = P.number(cursor[6:], "cursor", 0, 1 << 62)
+        offset = P.prefixed_cursor(cursor, "trace-")
         if offset > total:
             raise invalid(f"cursor {cursor} is beyond the {total} retained events",
                           field="cursor")

@@ -70,6 +70,32 @@ def block(start, length, name="address"):
                       f"address space (ends at {start + length:#x})", field=name)
 
 
+def prefixed_cursor(cursor, prefix):
+    """N from a cursor string ``<prefix>N`` (N a number as for ``number``)."""
+    if not isinstance(cursor, str) or not cursor.startswith(prefix):
+        raise invalid(f"cursor must be null or {prefix}N", field="cursor")
+    return number(cursor[len(prefix):], "cursor", 0, 1 << 62)
+
+
+def ring_cursor(cursor, prefix, first_available, next_sequence, lost="dropped"):
+    """The sequence number a read of a ring of numbered events continues
+    after: ``first_available - 1`` for a null cursor, else N of the cursor
+    ``<prefix>N``.  A cursor past the last event (``next_sequence - 1``) is
+    invalid; one before the retained events is ``CURSOR_EXPIRED`` (the
+    events before ``first_available`` were ``lost``)."""
+    if cursor is None:
+        return first_available - 1
+    after = prefixed_cursor(cursor, prefix)
+    if after >= next_sequence:
+        raise invalid(f"cursor {cursor} is beyond the last event "
+                      f"({prefix}{next_sequence - 1})", field="cursor")
+    if after < first_available - 1:
+        raise invalid(f"cursor {cursor} has expired: events before "
+                      f"{first_available} were {lost}", "CURSOR_EXPIRED",
+                      first_available_sequence=first_available)
+    return after
+
+
 def length(value, name, hi, lo=1):
     """A count that must be ``lo..hi``; over ``hi`` is LIMIT_EXCEEDED."""
     n = number(value, name, 0, 1 << 64)
