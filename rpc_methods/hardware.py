@@ -12,13 +12,13 @@ of it.  Port writes the CPU only counts (the BIOS's keyboard-poll stamp
 port) are not seen.  A guest OUT is recorded at its own instruction's
 address (the core serves it after IP moved on)."""
 
-import collections
 
 import numpy as np
 
 from pypc_core import hookimpl
 from pypc_core.cpu import state as S
 from pypc_core.cpu.state import PORT_NONE, PORT_PY
+from pypc_core.event_ring import EventRing
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import cycles_to_ns
@@ -29,17 +29,14 @@ MAX_READ = 65536
 DEFAULT_READ = 128
 
 
-class Recorder:
+class Recorder(EventRing):
     def __init__(self, ctl, capacity, include_io, include_irq, ports, irqs):
+        super().__init__(capacity)
         self.ctl = ctl
-        self.capacity = capacity
         self.include_io = include_io
         self.include_irq = include_irq
         self.ports = ports              # [(first, last)], empty: all
         self.irqs = set(irqs)           # empty: all
-        self.events = collections.deque(maxlen=capacity)
-        self.next_sequence = 1
-        self.dropped = 0
         self.active = False
         self.serving_out = False        # the machine is serving a guest OUT's exit
         self._saved = {}
@@ -48,13 +45,6 @@ class Recorder:
     def _where(self):
         regs = self.ctl.cpu.regs
         return {"space": "segmented", "segment": int(regs[S.CS]), "offset": int(regs[S.IP])}
-
-    def _add(self, event):
-        if len(self.events) == self.capacity:
-            self.dropped += 1
-        event["sequence"] = self.next_sequence
-        self.next_sequence += 1
-        self.events.append(event)
 
     def _port_wanted(self, port):
         return not self.ports or any(a <= port <= b for a, b in self.ports)
@@ -172,10 +162,6 @@ class Recorder:
             fast[0].set_fast_reads(fast[1])
 
     # -- results -------------------------------------------------------------------
-    @property
-    def first_available(self):
-        return self.events[0]["sequence"] if self.events else self.next_sequence
-
     def meta(self):
         return {"active": self.active, "capacity": self.capacity,
                 "dropped_event_count": self.dropped,

@@ -26,10 +26,10 @@ and counts the ones it dropped.  Nothing here changes the machine: the
 recorder reads registers, memory and host folder listings only."""
 
 import base64
-import collections
 import logging
 
 from ..cpu import state as S
+from ..event_ring import EventRing
 from ..firmware.memio import linear
 from .errors import DosError
 from .hostfs import device_name
@@ -161,7 +161,7 @@ def error_name(code):
     return ERROR_NAMES.get(code, f"error_{code:02x}h")
 
 
-class DosTrace:
+class DosTrace(EventRing):
     """The recorder.  ``classes``: a subset of :data:`CLASSES`;
     ``path_contains``: keep only events that name a path, file, device or
     found name containing this text (case-insensitive); ``data_bytes``: how
@@ -190,14 +190,11 @@ class DosTrace:
         self.dos = dos
         self.machine = dos.machine if dos is not None else None
         self.mem = dos.mem if dos is not None else None
-        self.capacity = capacity
+        super().__init__(capacity)
         self.classes = classes
         self.path_contains = path_contains
         self._needle = path_contains.upper() if path_contains is not None else None
         self.data_bytes = data_bytes
-        self.events = collections.deque(maxlen=capacity)
-        self.next_sequence = 1
-        self.dropped = 0
         self.active = False
         self._functions = {ah: v for ah, v in FUNCTIONS.items() if v[1] in classes}
         self._traps = TRAPS if "program" in classes else {}
@@ -218,10 +215,6 @@ class DosTrace:
         self.active = False
         if self.dos.tracer is self:
             self.dos.tracer = None
-
-    @property
-    def first_available(self):
-        return self.events[0]["sequence"] if self.events else self.next_sequence
 
     @property
     def recorded(self):
@@ -264,13 +257,6 @@ class DosTrace:
             self._failed = True
             log.exception("dos trace: decoding a DOS call failed (the call was served; "
                           "this and later undecodable calls are not recorded)")
-
-    def _add(self, event):
-        if len(self.events) == self.capacity:
-            self.dropped += 1
-        event["sequence"] = self.next_sequence
-        self.next_sequence += 1
-        self.events.append(event)
 
     def _wanted(self, event):
         needle = self._needle
