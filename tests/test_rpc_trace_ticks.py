@@ -34,6 +34,18 @@ def seg(off):
     return {"space": "segmented", "segment": SEG, "offset": off}
 
 
+def load_guest(c):
+    """GUEST at SEG:0000, CS:IP there and SS:SP on a stack of its own."""
+    c.call("memory.write", {"address": seg(0),
+                            "data_base64": base64.b64encode(GUEST).decode()})
+    r = c.call("state.get")
+    c.call("state.set_registers", {
+        "expected_state_revision": r["state_revision"],
+        "expected": {"cs": r["segments"]["cs"], "ip": r["ip"],
+                     "ss": r["segments"]["ss"], "sp": r["general"]["sp"]},
+        "set": {"cs": SEG, "ip": 0, "ss": STACK_SEG, "sp": STACK_TOP}})
+
+
 @pytest.fixture(scope="module")
 def trace():
     """The events of one trace of COUNT Ticks from the guest's first
@@ -49,14 +61,7 @@ def trace():
             "max_emulated_ns": 3_000_000_000})["operation_id"]
         stop = c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})
         assert stop["stop_reason"]["kind"] == "emulated_time_limit", stop
-        c.call("memory.write", {"address": seg(0),
-                                "data_base64": base64.b64encode(GUEST).decode()})
-        r = c.call("state.get")
-        c.call("state.set_registers", {
-            "expected_state_revision": r["state_revision"],
-            "expected": {"cs": r["segments"]["cs"], "ip": r["ip"],
-                         "ss": r["segments"]["ss"], "sp": r["general"]["sp"]},
-            "set": {"cs": SEG, "ip": 0, "ss": STACK_SEG, "sp": STACK_TOP}})
+        load_guest(c)
         vector = base64.b64decode(c.call("memory.read", {"address": 0x20,
                                                          "length": 4})["data_base64"])
         handler = (int.from_bytes(vector[2:], "little"), int.from_bytes(vector[:2], "little"))
@@ -163,14 +168,7 @@ def test_the_revision_rises_once_per_traced_tick():
         c.call("execution.pause")
         op = c.call("execution.run_until", {"max_emulated_ns": 3_000_000_000})["operation_id"]
         c.call("execution.wait", {"operation_id": op, "timeout_ms": 60000})
-        c.call("memory.write", {"address": seg(0),
-                                "data_base64": base64.b64encode(GUEST).decode()})
-        r = c.call("state.get")
-        c.call("state.set_registers", {
-            "expected_state_revision": r["state_revision"],
-            "expected": {"cs": r["segments"]["cs"], "ip": r["ip"],
-                         "ss": r["segments"]["ss"], "sp": r["general"]["sp"]},
-            "set": {"cs": SEG, "ip": 0, "ss": STACK_SEG, "sp": STACK_TOP}})
+        load_guest(c)
         before = c.call("state.get")["state_revision"]
         c.call("trace.start", {"detail": "csip", "instruction_count": 65536})
         op = c.call("execution.run_until", {"max_emulated_ns": 20_000_000})["operation_id"]
