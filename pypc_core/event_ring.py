@@ -4,6 +4,7 @@ they came; when the ring is full a new event drops the oldest, and the
 drops are counted."""
 
 import collections
+import itertools
 
 
 class EventRing:
@@ -30,3 +31,9 @@ class EventRing:
     @property
     def first_available(self):
         return self.events[0]["sequence"] if self.events else self.next_sequence
+
+    def page(self, after, n):
+        """The (at most ``n``) retained events numbered after ``after``
+        (at least ``first_available - 1``), oldest first."""
+        skip = after + 1 - self.first_available
+        return list(itertools.islice(self.events, skip, skip + n))

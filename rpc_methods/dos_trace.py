@@ -20,7 +20,6 @@ hook hands it the arrivals a step lands on); before a DOS has installed
 one, start is ``PRECONDITION_FAILED``.  ``emulated_time`` is in ns of
 emulated time, ``clock`` in CPU cycles."""
 
-import itertools
 
 from pypc_core import hookimpl
 from pypc_core.dos.guest_trace import GuestDosTrace, handler_entry
@@ -117,8 +116,7 @@ def read(ctl, params):
     n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
     cursor = params.get("cursor")
     after = P.ring_cursor(cursor, CURSOR_PREFIX, rec.first_available, rec.next_sequence)
-    skip = after + 1 - rec.first_available
-    events = [_shape(e) for e in itertools.islice(rec.events, skip, skip + n)]
+    events = [_shape(e) for e in rec.page(after, n)]
     out = _meta(rec)
     out["events"] = events
     out["next_cursor"] = f"{CURSOR_PREFIX}{events[-1]['sequence']}" if events else cursor

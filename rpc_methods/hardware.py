@@ -226,8 +226,7 @@ def read(ctl, params):
     cursor = params.get("cursor")
     after = P.ring_cursor(cursor, "hardware-", rec.first_available, rec.next_sequence,
                           lost="overwritten")
-    skip = after + 1 - rec.first_available
-    events = [dict(e) for e in list(rec.events)[skip:skip + n]]
+    events = [dict(e) for e in rec.page(after, n)]
     out = rec.meta()
     out["events"] = events
     out["next_cursor"] = f"hardware-{events[-1]['sequence']}" if events else cursor
