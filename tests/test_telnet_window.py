@@ -22,13 +22,12 @@ from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, TelnetClient, Tel
                             at_prompt, rig_fixture)
 
 pyte = pytest.importorskip("pyte")
-from pyte.graphics import BG_AIXTERM, BG_ANSI, FG_AIXTERM, FG_ANSI  # noqa: E402
+
+from test_telnet import expected_colours  # noqa: E402  (needs pyte too)
 
 from pypc_core.frontends.display import Snapshot  # noqa: E402
 from pypc_core.frontends.telnet import (CP437, DO, DONT, IAC, OPT_NAWS, SB, SB_LIMIT,  # noqa: E402
                                         SE, SETUP, WILL, WONT, ScreenView, TelnetInput)
-
-CGA_TO_ANSI = (0, 4, 2, 6, 1, 5, 3, 7)       # CGA colour order -> ANSI's
 
 # Sets 40x25 text (mode 1) and prints a prompt, waits for a key, sets 80x25
 # text (mode 3), prints the prompt again and echoes every key with teletype.
@@ -171,16 +170,6 @@ def fill_every_char_and_attribute(m):
     m.memory.write(0xB8000 + 4 * 160, bytes(data[:16 * 160]))
 
 
-def colours(attr, blink):
-    fg = attr & 0x0F
-    bg = (attr >> 4) & (0x07 if blink else 0x0F)
-    fg_name = (FG_AIXTERM[90 + CGA_TO_ANSI[fg & 7]] if fg & 8
-               else FG_ANSI[30 + CGA_TO_ANSI[fg]])
-    bg_name = (BG_AIXTERM[100 + CGA_TO_ANSI[bg & 7]] if bg & 8
-               else BG_ANSI[40 + CGA_TO_ANSI[bg]])
-    return fg_name, bg_name, bool(blink and attr & 0x80)
-
-
 BLANK = (" ", "default", "default", False, False)
 
 
@@ -200,7 +189,7 @@ def wanted_cell(guest, window, r, c, origin=(0, 0), notice=None):
         shown_rows, shown_cols = rows, cols
     if r < shown_rows and c < shown_cols:
         attr = int(attrs[top + r, left + c])
-        return (CP437[int(codes[top + r, left + c])],) + colours(attr, blink) + (False,)
+        return (CP437[int(codes[top + r, left + c])],) + expected_colours(attr, blink) + (False,)
     return BLANK
 
 

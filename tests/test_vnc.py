@@ -22,8 +22,8 @@ import pytest
 from guest import program_bytes
 from test_launcher import pypc_command, pypc_env
 from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, VGA_MODES_BOOT, TelnetClient,
-                            ViewerRig, at_prompt, floppy, free_port, rig_fixture, viewer_args,
-                            wait_for)
+                            ViewerRig, at_prompt, floppy, free_port, recv_exactly, rig_fixture,
+                            viewer_args, wait_for)
 
 vncdotool = pytest.importorskip("vncdotool")
 from PIL import Image  # noqa: E402  (vncdotool's own dependency)
@@ -280,12 +280,7 @@ class RawRfb:
         self.name = self.recv(name_len)
 
     def recv(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "the server closed the connection"
-            buf += chunk
-        return buf
+        return recv_exactly(self.sock, n)
 
     def set_format(self, fmt):
         self.sock.sendall(b"\0\0\0\0" + fmt.pack())

@@ -25,7 +25,7 @@ import pytest
 
 from guest import program_bytes
 from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, ViewerRig, at_prompt,
-                            rig_fixture, wait_for)
+                            recv_exactly, rig_fixture, wait_for)
 
 from pypc_core.frontends.vnc import ColourMap, PixelFormat, colour_keys
 
@@ -137,12 +137,7 @@ class MapClient:
             .newbyteorder(">" if fmt.big_endian else "<")
 
     def recv(self, n):
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            assert chunk, "the server closed the connection"
-            buf += chunk
-        return buf
+        return recv_exactly(self.sock, n)
 
     def request(self, incremental=False):
         self.sock.sendall(struct.pack("!BBHHHH", 3, incremental, 0, 0, self.width, self.height))

@@ -139,6 +139,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def recv_exactly(sock, n):
+    """``n`` bytes from ``sock`` (fails if the server closes the connection
+    first)."""
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        assert chunk, "the server closed the connection"
+        buf += chunk
+    return buf
+
+
 def viewer_args(**kw):
     """An argparse namespace as ``pypc run`` makes it, for frontends.start;
     a viewer whose port ``kw`` does not give is left out (as by --no-telnet /
