@@ -878,6 +878,20 @@ def import_(c, out, root, **extra):
                                                            **extra))
 
 
+def refused_import(c, path, sha256, root):
+    """machine.snapshot.import of the file ``path`` (``sha256``) is refused
+    with -32602 and changes nothing: the registers stay and no disk folder
+    ``root`` appears."""
+    rev = paused_revision(c)
+    regs = c.call("state.get_registers")
+    err = c.error("machine.snapshot.import", {
+        "path": str(path), "disk_root": str(root), "expected_sha256": sha256,
+        "expected_state_revision": rev})
+    assert err["code"] == -32602
+    assert c.call("state.get_registers") == regs
+    assert not root.exists()
+
+
 def export_from(path, **config):
     """The bundle (export's result) of a fresh machine ``RpcFixture(**config)``
     exported to ``path``; that machine is closed."""
@@ -978,15 +992,7 @@ def test_import_of_a_malformed_bundle_changes_nothing(c, tmp_path):
     # with -32602 ("Invalid checksums ... remain -32602")
     bad = tmp_path / "bad.zip"
     bad.write_bytes(b"PK\x03\x04 this is not a machine bundle")
-    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
-    rev = paused_revision(c)
-    regs = c.call("state.get_registers")
-    err = c.error("machine.snapshot.import", {
-        "path": str(bad), "disk_root": str(tmp_path / "d"), "expected_sha256": digest,
-        "expected_state_revision": rev})
-    assert err["code"] == -32602
-    assert c.call("state.get_registers") == regs
-    assert not (tmp_path / "d").exists()
+    refused_import(c, bad, hashlib.sha256(bad.read_bytes()).hexdigest(), tmp_path / "d")
 
 
 def test_import_refuses_another_video_adapter(tmp_path):
@@ -1266,11 +1272,4 @@ def test_a_bundle_over_the_json_limit_is_refused(c, tmp_path):
     bad = tmp_path / "big.zip"
     with zipfile.ZipFile(bad, "w", zipfile.ZIP_DEFLATED) as z:
         z.writestr("manifest.json", b" " * ((4 << 20) + 1))
-    digest = hashlib.sha256(bad.read_bytes()).hexdigest()
-    rev = paused_revision(c)
-    regs = c.call("state.get_registers")
-    err = c.error("machine.snapshot.import", {
-        "path": str(bad), "disk_root": str(tmp_path / "d"), "expected_sha256": digest,
-        "expected_state_revision": rev})
-    assert err["code"] == -32602
-    assert c.call("state.get_registers") == regs and not (tmp_path / "d").exists()
+    refused_import(c, bad, hashlib.sha256(bad.read_bytes()).hexdigest(), tmp_path / "d")
