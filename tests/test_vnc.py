@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from guest import program_bytes
+import viewers_common
 from test_launcher import pypc_command, pypc_env
 from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, VGA_MODES_BOOT, TelnetClient,
                             ViewerRig, at_prompt, floppy, free_port, recv_exactly, rig_fixture,
@@ -368,37 +369,11 @@ def test_zrle_tiles_decode_to_the_pixels():
 
 
 def decode_zrle(data, width, height):
-    out = np.zeros((height, width, 3), dtype=np.uint8)
-    pos = 0
-
-    def cpixels(n):
-        nonlocal pos
-        px = np.frombuffer(data, dtype=np.uint8, count=3 * n, offset=pos).reshape(n, 3)
-        pos += 3 * n
-        return px[:, ::-1]                      # B, G, R bytes -> RGB
-    for ty in range(0, height, 64):
-        for tx in range(0, width, 64):
-            th, tw = min(64, height - ty), min(64, width - tx)
-            sub = data[pos]
-            pos += 1
-            if sub == 1:
-                out[ty:ty + th, tx:tx + tw] = cpixels(1)[0]
-            elif sub == 0:
-                out[ty:ty + th, tx:tx + tw] = cpixels(tw * th).reshape(th, tw, 3)
-            else:
-                assert 2 <= sub <= 16
-                pal = cpixels(sub)
-                bits = 1 if sub == 2 else 2 if sub <= 4 else 4
-                row_bytes = (tw * bits + 7) // 8
-                for y in range(th):
-                    row = data[pos:pos + row_bytes]
-                    pos += row_bytes
-                    for x in range(tw):
-                        bit = x * bits
-                        v = (row[bit // 8] >> (8 - bits - bit % 8)) & ((1 << bits) - 1)
-                        out[ty + y, tx + x] = pal[v]
-    assert pos == len(data)
-    return out
+    """ZRLE of true colour with 3-byte CPIXELs (B, G, R bytes) as RGB."""
+    return viewers_common.decode_zrle(
+        data, np.zeros((height, width, 3), dtype=np.uint8), 3,
+        lambda data, pos, n: np.frombuffer(data, dtype=np.uint8, count=3 * n,
+                                           offset=pos).reshape(n, 3)[:, ::-1])
 
 
 def test_changed_rects_cover_exactly_the_changed_tiles():

@@ -25,7 +25,7 @@ import pytest
 
 from guest import program_bytes
 from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, ViewerRig, at_prompt,
-                            recv_exactly, rig_fixture, wait_for)
+                            decode_zrle, recv_exactly, rig_fixture, wait_for)
 
 from pypc_core.frontends.vnc import ColourMap, PixelFormat, colour_keys
 
@@ -178,37 +178,9 @@ class MapClient:
     def decode_zrle(self, data, width, height):
         """ZRLE tiles as RFC 6143 7.7.6 gives them; for a colour map a
         CPIXEL is the whole PIXEL."""
-        nbytes = self.fmt.bytes
-        out = np.zeros((height, width), dtype=np.int64)
-        pos = 0
-
-        def cpixels(n):
-            nonlocal pos
-            px = np.frombuffer(data, dtype=self.dtype, count=n, offset=pos)
-            pos += nbytes * n
-            return px.astype(np.int64)
-        for ty in range(0, height, 64):
-            for tx in range(0, width, 64):
-                th, tw = min(64, height - ty), min(64, width - tx)
-                sub = data[pos]
-                pos += 1
-                if sub == 0:
-                    out[ty:ty + th, tx:tx + tw] = cpixels(tw * th).reshape(th, tw)
-                elif sub == 1:
-                    out[ty:ty + th, tx:tx + tw] = cpixels(1)[0]
-                else:
-                    assert 2 <= sub <= 16, f"sub-encoding {sub} not expected"
-                    pal = cpixels(sub)
-                    bits = 1 if sub == 2 else 2 if sub <= 4 else 4
-                    row_bytes = (tw * bits + 7) // 8
-                    rows = np.frombuffer(data, dtype=np.uint8, count=th * row_bytes,
-                                         offset=pos).reshape(th, row_bytes)
-                    pos += th * row_bytes
-                    b = np.unpackbits(rows, axis=1).reshape(th, row_bytes * 8 // bits, bits)
-                    v = (b * (1 << np.arange(bits - 1, -1, -1))).sum(axis=2)[:, :tw]
-                    out[ty:ty + th, tx:tx + tw] = pal[v]
-        assert pos == len(data)
-        return out
+        return decode_zrle(data, np.zeros((height, width), dtype=np.int64), self.fmt.bytes,
+                           lambda data, pos, n: np.frombuffer(
+                               data, dtype=self.dtype, count=n, offset=pos).astype(np.int64))
 
     def rgb(self):
         """The picture in RGB: every index must be in the map, every

@@ -14,6 +14,7 @@ import socket
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from pypc_core import frontends
@@ -148,6 +149,44 @@ def recv_exactly(sock, n):
         assert chunk, "the server closed the connection"
         buf += chunk
     return buf
+
+
+def decode_zrle(data, out, cpixel_bytes, cpixels_at):
+    """The (inflated) ZRLE data of a rectangle, as RFC 6143 7.7.6 gives
+    it, decoded into ``out`` (height x width [x components]): raw, solid
+    and packed-palette tiles (the server sends no RLE tiles, so those fail).
+    ``cpixels_at(data, pos, n)``: the ``n`` CPIXELs of ``cpixel_bytes``
+    each at ``data[pos:]`` as an array of ``n`` pixels.  Returns ``out``."""
+    height, width = out.shape[:2]
+    pos = 0
+
+    def cpixels(n):
+        nonlocal pos
+        px = cpixels_at(data, pos, n)
+        pos += cpixel_bytes * n
+        return px
+    for ty in range(0, height, 64):
+        for tx in range(0, width, 64):
+            th, tw = min(64, height - ty), min(64, width - tx)
+            sub = data[pos]
+            pos += 1
+            if sub == 0:
+                out[ty:ty + th, tx:tx + tw] = cpixels(tw * th).reshape((th, tw) + out.shape[2:])
+            elif sub == 1:
+                out[ty:ty + th, tx:tx + tw] = cpixels(1)[0]
+            else:
+                assert 2 <= sub <= 16, f"sub-encoding {sub} not expected"
+                pal = cpixels(sub)
+                bits = 1 if sub == 2 else 2 if sub <= 4 else 4
+                row_bytes = (tw * bits + 7) // 8
+                rows = np.frombuffer(data, dtype=np.uint8, count=th * row_bytes,
+                                     offset=pos).reshape(th, row_bytes)
+                pos += th * row_bytes
+                b = np.unpackbits(rows, axis=1).reshape(th, row_bytes * 8 // bits, bits)
+                v = (b * (1 << np.arange(bits - 1, -1, -1))).sum(axis=2)[:, :tw]
+                out[ty:ty + th, tx:tx + tw] = pal[v]
+    assert pos == len(data)
+    return out
 
 
 def viewer_args(**kw):
