@@ -775,26 +775,18 @@ class Trace:
         count are those before the entry)."""
         if not self.active:
             return
+        from .cpu import core
         cpu = self._cpu
         ctl = cpu.ctl
         n = int(ctl[S.C_TRACE_N])
-        row = cpu.trace_buf[n % self.capacity]
-        regs = cpu.regs
-        cs, ip = int(regs[S.CS]), int(regs[S.IP])
-        row[S.TR_CYCLES] = int(ctl[S.C_CYCLES])
-        row[S.TR_CSIP] = (cs << 16) | ip
-        mem = cpu.mem
-        raw = bytes(int(mem[((cs << 4) + ((ip + k) & 0xFFFF)) & (MEM_TOP - 1)])
-                    for k in range(8))
-        row[S.TR_BYTES] = int.from_bytes(raw, "little", signed=True)
-        if self.registers:
-            for k in range(4):
-                word = 0
-                for j in range(4):
-                    word |= int(regs[4 * k + j]) << (16 * j)
-                row[S.TR_REGS + k] = word - (1 << 64) if word >= 1 << 63 else word
-        row[S.TR_EFFECT] = int(ctl[S.C_EFFECTS])
-        row[S.TR_KIND] = S.TRK_DISPATCH | (irq & 0xFF) << 8 | (vector & 0xFF) << 16
+        row = n % self.capacity
+        # the record the compiled loop writes before an instruction, then
+        # its kind
+        core.trace_fill(cpu.regs, cpu.mem, ctl, cpu.trace_buf, row, ctl[S.C_TRACE],
+                        np.int64(cpu.regs[S.CS]) << 4, np.int64(cpu.regs[S.IP]),
+                        ctl[S.C_CYCLES])
+        cpu.trace_buf[row, S.TR_KIND] = (S.TRK_DISPATCH | (irq & 0xFF) << 8
+                                         | (vector & 0xFF) << 16)
         ctl[S.C_TRACE_N] = n + 1
 
     @property
