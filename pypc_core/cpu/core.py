@@ -542,20 +542,25 @@ def _jit_write_kind(k):
     return k == PORT_STAMP or k == PORT_ONESHOT or k == PORT_CALL
 
 
+@njit(**INLINE)
+def _stamp(pio, b, v, now):
+    """A firmware mark (the BIOS's empty keyboard poll): count it and note
+    its burst; Python looks at the count and times when it wants, no exit."""
+    pio[b] += 1
+    if now - pio[b + 1] > pio[b + 5]:
+        pio[b + 2] = now          # a new burst begins
+        pio[b + 3] = 0
+    pio[b + 3] += 1
+    pio[b + 1] = now
+    pio[b + 4] = v
+
+
 @njit(**JIT)
 def _fast_write_byte(pk, pio, port, v, now):
     k = pk[port]
     b = pio[port]
     if k == PORT_STAMP:
-        # a firmware mark (the BIOS's empty keyboard poll): Python looks at
-        # the count and times when it wants, no exit
-        pio[b] += 1
-        if now - pio[b + 1] > pio[b + 5]:
-            pio[b + 2] = now          # a new burst begins
-            pio[b + 3] = 0
-        pio[b + 3] += 1
-        pio[b + 1] = now
-        pio[b + 4] = v
+        _stamp(pio, b, v, now)
     elif k == PORT_ONESHOT:
         oneshot_fire(pio, b, now)
     else:
@@ -573,14 +578,7 @@ def fast_port_write(pk, pio, port, v, now, w):
     if k < PORT_STAMP:
         return False
     if k == PORT_STAMP and w == 0:
-        b = pio[port]
-        pio[b] += 1
-        if now - pio[b + 1] > pio[b + 5]:
-            pio[b + 2] = now          # a new burst begins
-            pio[b + 3] = 0
-        pio[b + 3] += 1
-        pio[b + 1] = now
-        pio[b + 4] = v & 0xFF
+        _stamp(pio, pio[port], v & 0xFF, now)       # (inlined: the idle poll's path)
         return True
     return _fast_port_write_slow(pk, pio, port, v, now, w)
 
