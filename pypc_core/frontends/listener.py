@@ -1,6 +1,7 @@
 """What the telnet and VNC servers share: a listening socket on the chosen
-address and an accept loop that gives each client its own session thread
-and counts the viewers the display publishes frames for."""
+address (the JSON-RPC server binds its port with the same function) and an
+accept loop that gives each client its own session thread and counts the
+viewers the display publishes frames for."""
 
 import socket
 import threading
@@ -8,20 +9,22 @@ import threading
 from ..errors import PypcError
 
 
-def listen_socket(host, port, option):
-    """A listening TCP socket, or a one-line PypcError naming ``option``."""
+def listen_socket(host, port, option, backlog=8, error=PypcError):
+    """A listening TCP socket for one of pypc's servers (the viewers, the
+    JSON-RPC port), or a one-line ``error`` naming ``option`` and the switch
+    that turns the server off (``--telnet-port`` -> ``--no-telnet``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-        sock.listen(8)
+        sock.listen(backlog)
     except OSError as exc:
         sock.close()
-        off = "--no-" + option[2:].replace("-port", "")         # --no-telnet, --no-vnc
-        raise PypcError(f"{option} {port}: cannot listen on {host}:{port} "
-                        f"({exc.strerror or exc}); another pypc may be using it: "
-                        f"pick another {option} or use {off}") from None
+        off = "--no-" + option[2:].replace("-port", "")   # --no-telnet, --no-vnc, --no-rpc
+        raise error(f"{option} {port}: cannot listen on {host}:{port} "
+                    f"({exc.strerror or exc}); another pypc may be using it: "
+                    f"pick another {option} or use {off}") from None
     return sock
 
 

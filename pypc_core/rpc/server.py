@@ -271,18 +271,9 @@ class RpcServer:
         return f"{HOST}:{self.port}"
 
     def start(self):
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((HOST, self.requested_port))
-        except OSError as exc:
-            sock.close()
-            raise RpcServerError(
-                f"--rpc-port {self.requested_port}: cannot listen on {HOST}:"
-                f"{self.requested_port} ({exc.strerror or exc}); another pypc may be "
-                f"using it: pick another --rpc-port or use --no-rpc") from None
-        sock.listen(16)
-        self.listener = sock
+        from ..frontends.listener import listen_socket
+        self.listener = listen_socket(HOST, self.requested_port, "--rpc-port", backlog=16,
+                                      error=RpcServerError)
         self.controller.endpoint = self.endpoint
         self._thread = threading.Thread(target=self._accept_loop, daemon=True,
                                         name="rpc-accept")
