@@ -126,6 +126,10 @@ def check(args):
                             "cannot be used with it")
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
+    for name in ("telnet_port", "vnc_port", "listen", "audio"):
+        if getattr(args, name, None) is not None:
+            raise BareError(f"--bare serves no viewer and no sound: "
+                            f"--{name.replace('_', '-')} cannot be used with it")
     for _seg, _off, _n, path in args.dump_memory:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):

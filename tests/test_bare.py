@@ -109,6 +109,9 @@ def test_bad_input_is_one_line_and_exit_2(prog, tmp_path, args, words):
     (["--load", "{prog}@0:0"], "needs --bare"),
     (["--until-halt"], "needs --bare"),
     (["--bare", "--floppy", "{prog}"], "cannot be used"),
+    (["--bare", "--vnc-port", "5910"], "--vnc-port cannot be used"),
+    (["--bare", "--telnet-port", "0"], "--telnet-port cannot be used"),
+    (["--bare", "--audio", "beep.wav"], "--audio cannot be used"),
 ])
 def test_bare_options_go_together(prog, args, words):
     args = [a.format(prog=prog) for a in args]

@@ -5,7 +5,7 @@
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
-As the API contract says, ``pypc run`` serves both viewers by default:
+As the API contract says, ``pypc run`` (but ``--bare``) serves both viewers by default:
 telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301, all on 127.0.0.1
 unless ``--listen ADDR`` says otherwise (the RPC port stays on 127.0.0.1).
 ``--telnet-port PORT`` / ``--vnc-port PORT`` move them (0: any free port,
