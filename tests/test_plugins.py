@@ -257,8 +257,8 @@ def test_cli_plugins_table(tmp_path):
     proc = run_pypc("plugins", cwd=tmp_path,
                     env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    for word in ("name", "version", "distribution", "claims", "hooks", "cga",
-                 "pypc.devices"):
+    for word in ("name", "from", "claims", "hooks", "methods", "cga", f"pypc {importlib.metadata.version('pypc')}",
+                 "pypc.devices", "pypc.rpc_methods", "memory.read"):
         assert word in proc.stdout
 
 
