@@ -352,3 +352,33 @@ def test_a_disabled_group_is_not_served(broken):
         assert not any(m.startswith("video.history") for m in methods)
     finally:
         fx.close()
+
+
+def test_an_rpc_client_sees_the_port_fault_as_a_stop(broken):
+    """Under the RPC controller (as with --serve) the fault is a stop the
+    client reads; the machine and the server go on."""
+    from rpc_client import RpcFixture
+    broken("broken_port")
+    spin = bytes.fromhex("EBFE")            # jmp $ (until the client moves IP)
+    fx = RpcFixture(plugins=["broken_port"], bare=True,
+                    loads=[(spin, 0x7C00), (OUT_E0, 0x7C10)], entry=(0, 0x7C00))
+    try:
+        c = fx.client()
+        paused = c.call("execution.pause")
+        assert paused["ip"] == 0x7C00, paused
+        c.call("state.set_registers", {"expected_state_revision": paused["state_revision"],
+                                       "expected": {"ip": paused["ip"]},
+                                       "set": {"ip": 0x7C10}})
+        op = c.call("execution.continue")["operation_id"]
+        done = c.call("execution.wait", {"operation_id": op, "timeout_ms": 10000})
+        assert done["state"] == "stopped", done
+        stop = done["stop_reason"]
+        assert stop["kind"] == "fault"
+        assert stop["message"].startswith("plugin 'broken_port' (card portcard) failed in "
+                                          "its port handler on the guest's OUT 00E0h (55h) "
+                                          "at 0000:7C12")
+        records = c.call("debug.output.read", {"min_level": "error"})["records"]
+        assert records[-1]["message"] == "fault stop: " + stop["message"]
+        assert c.call("state.get_registers")["ip"] == 0x7C14
+    finally:
+        fx.close()
