@@ -497,7 +497,11 @@ def cmd_run(argv, run_parser):
     pm.select(plugins)
     if known.rpc_methods is not None:
         pm.disable_rpc_methods(known.rpc_methods)
-    pm.register_rpc_methods()
+    # method groups are imported only for a run that serves them: a broken
+    # one cannot stop a --no-rpc or --bare run
+    serving = not known.no_rpc and not known.bare
+    if serving:
+        pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))
     args = run_parser.parse_args(argv[1:])
     args.command = "run"
@@ -506,7 +510,7 @@ def cmd_run(argv, run_parser):
     given = {a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")}
     args.plugins_given = "--plugins" in given
     args.rpc_port_given = "--rpc-port" in given
-    if not args.no_rpc and not args.bare:
+    if serving:
         check_rpc_methods(pm)
     from . import bare
     bare.check(args)

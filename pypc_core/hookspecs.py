@@ -91,7 +91,8 @@ def pypc_cli_add_options(parser):
     """Add command-line options for this plugin to ``pypc run``.
 
     Called while the command line is parsed, for the device plugins selected
-    with ``--plugins`` (and every RPC method group), before the final parse:
+    with ``--plugins`` (and every RPC method group the run serves: none
+    with ``--no-rpc`` or ``--bare``), before the final parse:
     ``pypc run --plugins myplug --help`` shows them.  Use a prefix unique to
     the plugin (``--myplug-base``) so options never collide.
 

@@ -314,10 +314,12 @@ class PluginManager:
             try:
                 module = src.entry_point.load()
             except Exception as exc:   # any import-time failure of a plugin
+                hint = (f" (turn the group off with --rpc-methods -{name})"
+                        if group == RPC_GROUP else "")
                 raise PluginLoadError(
                     f"{_KIND[group]} plugin {name!r} ({src.value}, from "
                     f"{src.distribution} {src.version}) failed to load: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{type(exc).__name__}: {exc}{hint}") from exc
             self._modules[src.key] = module
         return module
 
@@ -517,13 +519,14 @@ class PluginManager:
         """``pypc_machine_shutdown`` of every registered plugin; all of them
         run even if one fails.
 
-        :return: the :class:`PluginHookError` of each plugin that raised.
+        :return: the error of each plugin that raised (a
+            :class:`PluginHookError`, or the plugin's own ``PypcError``).
         """
         errors = []
         for key in sorted(self._all_keys()):
             try:
                 self._call_each("pypc_machine_shutdown", [key], machine=machine)
-            except PluginError as exc:
+            except PypcError as exc:
                 errors.append(exc)
         return errors
 

@@ -99,6 +99,10 @@ CASES = {
                  "plugin 'broken_rpc_hook' failed in hook pypc_rpc_methods: "
                  "AttributeError: rpc-hook-boom (turn the group off with "
                  "--rpc-methods -broken_rpc_hook)"),
+    "rpc_import": (["broken_rpc_import"], ["--rpc-port", "0"],
+                   "RPC method group plugin 'broken_rpc_import' (pypc_broken.rpc_import, from "
+                   "pypc_broken 1.0) failed to load: ImportError: rpc-import-boom (turn the "
+                   "group off with --rpc-methods -broken_rpc_import)"),
     "rpc_schema": (["broken_rpc_schema"], ["--rpc-port", "0"],
                    "RPC method 'broken.typo' of plugin 'broken_rpc_schema': rpc_schema: its "
                    "params schema is not a valid JSON Schema at properties/x/type: 'integr' "
@@ -160,12 +164,15 @@ def test_pypc_debug_prints_the_plugin_traceback(tmp_path, case):
 
 
 def test_broken_groups_turned_off_by_name_let_the_rest_run(tmp_path):
-    install(tmp_path, "broken_rpc_hook", "broken_rpc_schema", "broken_rpc_ref")
-    proc = pypc(tmp_path, *RUN, "--rpc-port", "0",
-                "--rpc-methods", "-broken_rpc_hook,-broken_rpc_schema,-broken_rpc_ref")
+    install(tmp_path, "broken_rpc_hook", "broken_rpc_schema", "broken_rpc_ref",
+            "broken_rpc_import")
+    proc = pypc(tmp_path, *RUN, "--rpc-port", "0", "--rpc-methods",
+                "-broken_rpc_hook,-broken_rpc_schema,-broken_rpc_ref,-broken_rpc_import")
     assert proc.returncode == 0, proc.stderr
     assert error_lines(proc) == [], proc.stderr
-    # a --bare run (which serves no JSON-RPC) is not stopped by them at all
+    # a run that serves no JSON-RPC is not stopped by them at all
+    proc = pypc(tmp_path, *RUN, "--no-rpc")
+    assert proc.returncode == 0, proc.stderr
     (tmp_path / "out.bin").write_bytes(bytes.fromhex("FAF4"))
     proc = pypc(tmp_path, "run", "--headless", "--no-rpc", "--no-viewers", "--bare",
                 "--load", f"{tmp_path / 'out.bin'}@0:7C00", "--entry", "0:7C00",

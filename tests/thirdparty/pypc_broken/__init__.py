@@ -16,6 +16,7 @@ Device plugins (group ``pypc.devices``):
 
 RPC method groups (group ``pypc.rpc_methods``):
 
+* ``rpc_import``: the module raises when it is imported;
 * ``rpc_hook``: ``pypc_rpc_methods`` raises;
 * ``rpc_handler``: ``broken.divide`` raises ``ZeroDivisionError``;
 * ``rpc_schema``: ``broken.typo``'s schema has ``"type": "integr"``;
@@ -32,6 +33,7 @@ ENTRY_POINTS = {
     "broken_ready": ("pypc.devices", "pypc_broken.ready"),
     "broken_attach": ("pypc.devices", "pypc_broken.attach"),
     "broken_port": ("pypc.devices", "pypc_broken.port"),
+    "broken_rpc_import": ("pypc.rpc_methods", "pypc_broken.rpc_import"),
     "broken_rpc_hook": ("pypc.rpc_methods", "pypc_broken.rpc_hook"),
     "broken_rpc_handler": ("pypc.rpc_methods", "pypc_broken.rpc_handler"),
     "broken_rpc_schema": ("pypc.rpc_methods", "pypc_broken.rpc_schema"),
