@@ -460,6 +460,7 @@ class Machine:
         ctl, regs, mem = self.cpu.ctl, self.cpu.regs, self.memory.mem
         port, width = int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])
         cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        at = "at"
         if direction == "out":
             def byte(offset):
                 return int(mem[((cs << 4) + ((ip - offset) & 0xFFFF)) & 0xFFFFF])
@@ -468,6 +469,8 @@ class Machine:
                 ip = (ip - 2) & 0xFFFF
             elif byte(1) == (0xEF if wide else 0xEE) and int(regs[S.DX]) == port:
                 ip = (ip - 1) & 0xFFFF
+            else:
+                at = "just before"      # the code changed under the OUT
         owner = self.ports.owner(port) or self.ports.owner(port + 1) or "?"
         plugin = getattr(self, "device_plugins", {}).get(owner)
         who = f"device {owner!r}" if plugin is None else (
@@ -476,7 +479,7 @@ class Machine:
         if direction == "out":
             value = int(ctl[S.C_EXIT_VALUE]) & (0xFFFF if width == 2 else 0xFF)
             access += f" ({value:0{2 * width}X}h)"
-        message = (f"{who} failed in its port handler on the guest's {access} at "
+        message = (f"{who} failed in its port handler on the guest's {access} {at} "
                    f"{cs:04X}:{ip:04X}: {type(exc).__name__}: {exc}")
         return DeviceFault(" ".join(message.split()), device=owner, plugin=plugin,
                            port=port, direction=direction, width=width, cs=cs, ip=ip)
@@ -486,11 +489,11 @@ class Machine:
         :attr:`raise_device_faults`)."""
         self.device_fault = fault
         self.note("error", f"fault stop: {fault}")
+        if self.raise_device_faults:
+            raise fault                 # (its catcher prints the traceback)
         if os.environ.get("PYPC_DEBUG"):
             import traceback
             traceback.print_exception(fault.__cause__ or fault)
-        if self.raise_device_faults:
-            raise fault
         return self._stop("fault", detail=dict(fault.detail))
 
     # -- the one run loop --------------------------------------------------------

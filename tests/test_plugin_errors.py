@@ -160,7 +160,8 @@ def test_pypc_debug_prints_the_plugin_traceback(tmp_path, case):
     assert "Traceback (most recent call last):" in proc.stderr
     module = {"create": "create.py", "attach": "attach.py", "rpc_hook": "rpc_hook.py",
               "rpc_ref": "schemas.py", "port_out": "port.py"}[case]
-    assert f"{module}\", line" in proc.stderr        # the plugin's own frame
+    frames = proc.stderr.count(f"{module}\", line")   # the plugin's own frame
+    assert frames == 1 or (case == "rpc_ref" and frames >= 1), proc.stderr
 
 
 def test_broken_groups_turned_off_by_name_let_the_rest_run(tmp_path):
