@@ -25,11 +25,11 @@ Nothing is special-cased: a name that is not an entry point does not exist.
 Typical use by the machine::
 
     pm = PluginManager()                       # discovers entry points
-    pm.select("cga,mydev")                     # UnknownPluginError if unknown
+    pm.select(resolve_names("+mydev", DEFAULT_DEVICES))   # UnknownPluginError if unknown
     pm.add_cli_options(parser)                 # pypc_cli_add_options
     for name, device in pm.create_devices(machine):   # pypc_device_create
-        device.attach(machine)
-    pm.hook.pypc_machine_ready(machine=machine)
+        device.attach(machine.backplane.board(device.declaration))
+    pm.machine_ready(machine)                  # pypc_machine_ready
 
 ``PYPC_TRACE_PLUGINS=1`` in the environment writes every registration and
 hook call (with its arguments and results) to stderr, using pluggy's

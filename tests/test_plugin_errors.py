@@ -390,3 +390,45 @@ def test_an_rpc_client_sees_the_port_fault_as_a_stop(broken):
         assert c.call("state.get_registers")["ip"] == 0x7C14
     finally:
         fx.close()
+
+
+# -- selections, in-process --------------------------------------------------------------
+
+def test_resolve_names_at_its_edges():
+    from pypc_core.plugins import PluginError, UnknownPluginError, resolve_names
+    d = ("cga", "fdc", "uart")
+    assert resolve_names(None, d) == [] and resolve_names("", d) == []
+    assert resolve_names("vga,fdc", d) == ["vga", "fdc"]
+    assert resolve_names("+postcard", d) == ["cga", "fdc", "uart", "postcard"]
+    assert resolve_names(" -uart , +gameport ", d) == ["cga", "fdc", "gameport"]
+    assert resolve_names(["-cga", "-fdc", "-uart"], d) == []
+    assert resolve_names("+a", ()) == ["a"]
+    for spec, words in (("cga,-uart", "not both"), ("-", "names no plugin"),
+                        ("+cga", "already a default"), ("-vga", "cannot remove 'vga'"),
+                        ("+x,+x", "named twice"), ("-uart,+uart", "named twice")):
+        with pytest.raises(PluginError, match=words):
+            resolve_names(spec, d)
+    with pytest.raises(UnknownPluginError, match="did you mean 'uart'"):
+        resolve_names("-uat", d, available=["cga", "fdc", "uart"])
+
+
+def test_machine_config_takes_the_signed_form_and_names_the_plugin():
+    from pypc_core.machine import Machine, MachineConfig
+    from pypc_core.plugins import PluginError
+    with Machine(MachineConfig(plugins="-fdc,+gameport")) as m:
+        assert [n for n in ("cga", "fdc", "uart", "gameport") if m.device(n)] == \
+            ["cga", "uart", "gameport"]
+        assert [n for n, _ in m.devices_with("serial")] == ["uart"]
+    with pytest.raises(PluginError, match="cannot remove 'uart'"):
+        Machine(MachineConfig(plugins="-uart", bare=True))
+
+
+def test_a_method_table_that_is_no_dict_names_the_plugin():
+    import types
+    from pypc_core.plugins import PluginError, PluginManager
+    pm = PluginManager()
+    group = types.ModuleType("group_x")
+    group.pypc_rpc_methods = lambda: ["x.ping"]
+    pm.pm.register(group, "pypc.rpc_methods:listy")
+    with pytest.raises(PluginError, match="plugin 'listy': pypc_rpc_methods returned list"):
+        pm.rpc_methods()
