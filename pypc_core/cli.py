@@ -419,7 +419,7 @@ def _print_plugin_table(infos):
         table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
                       pad_edge=False, title_justify="left")
         table.add_column("name", no_wrap=True)
-        table.add_column("from", max_width=16)
+        table.add_column("from", max_width=18)
         table.add_column(third, ratio=3, overflow="fold")
         table.add_column("hooks", ratio=2, overflow="fold")
         for info in rows:
