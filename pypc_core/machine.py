@@ -726,8 +726,13 @@ class Machine:
                 if reason == EXIT_IO_OUT and not breakpoints.io_armed:
                     # the commonest exit, answered here as _service_exit
                     # does, without the two calls through _handle_exit
-                    ports.write(int(ctl[C_EXIT_PORT]), int(ctl[C_EXIT_VALUE]),
-                                int(ctl[C_EXIT_WIDTH]))
+                    try:                # (free unless a card's handler raises)
+                        ports.write(int(ctl[C_EXIT_PORT]), int(ctl[C_EXIT_VALUE]),
+                                    int(ctl[C_EXIT_WIDTH]))
+                    except Exception as exc:
+                        fault = self._port_fault(exc, "out")
+                        fault.__cause__ = exc
+                        return self._device_fault(fault)
                     answered_in = False
                     continue
                 stop = self._handle_exit(reason)
