@@ -310,8 +310,10 @@ def test_run_until_interrupt_predicate_stop_shape(c):
     out = c.call("execution.run_until", {"predicate": {
         "kind": "interrupt", "event": {"type": "software_interrupt", "number": 0x60, "al": 2}}})
     stop = wait(c, out["operation_id"])
-    assert set(stop) == {"kind", "predicate_id", "event", "hit_count", "registers"}
+    assert set(stop) == {"kind", "breakpoint_id", "predicate_id", "event", "hit_count",
+                         "registers"}
     assert stop["kind"] == "run_until" and stop["predicate_id"] == out["predicate_id"]
+    assert stop["breakpoint_id"] == out["predicate_id"]
     assert stop["event"] == {"type": "software_interrupt", "phase": "before_handler",
                              "number": 0x60, "ah": 0, "al": 2}
     assert ip_of(stop) == 7
@@ -329,8 +331,8 @@ def test_run_until_memory_predicate_stop_shape(c, kind, access):
     out = c.call("execution.run_until", {"predicate": {
         "kind": kind, "address": {"space": "linear", "offset": 0x10200}, "length": 2}})
     stop = wait(c, out["operation_id"])
-    assert set(stop) == {"kind", "predicate_id", "address", "length", "hit_count", "access",
-                         "registers"}
+    assert set(stop) == {"kind", "breakpoint_id", "predicate_id", "address", "length",
+                         "hit_count", "access", "registers"}
     assert stop["address"] == {"space": "linear", "offset": 0x10200} and stop["length"] == 2
     assert stop["access"]["kind"] == access and stop["hit_count"] == 1
     assert c.call("breakpoints.list") == {"breakpoints": []}
