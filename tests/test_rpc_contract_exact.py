@@ -177,3 +177,102 @@ def test_trace_detail_levels_keep_their_register_keys(c, detail):
             assert "registers_before" not in ev
         else:
             assert set(ev["registers_before"]) == REGISTER_KEYS
+
+
+# -- point 2: serial is flow-controlled (C598-C606, COMPAT serial) ---------------
+
+COM1, LSR, MCR = 0x3F8, 0x3FD, 0x3FC
+
+
+@pytest.fixture
+def serial():
+    """A client of a fresh CGA + COM1 server (the default serial timing)."""
+    from rpc_client import RpcFixture
+    f = RpcFixture(plugins=["cga", "uart"])
+    try:
+        yield f.client()
+    finally:
+        f.close()
+
+
+def io_read(c, port):
+    return c.call("io.read", {"port": port})["value"]
+
+
+def test_serial_status_says_flow_controlled(serial):
+    st = serial.call("serial.status")
+    assert st["transport"] == "flow-controlled-rpc" and st["wire_timing"] is False
+    assert st["divisor"] == 0                   # nobody programmed the UART yet
+
+
+def test_queued_input_waits_for_rbr_reads_with_the_divisor_never_set(serial):
+    c = serial
+    c.call("execution.pause")
+    assert c.call("serial.status")["divisor"] == 0
+    assert c.call("serial.write", {"data_base64": b64(b"R\r")})["rx_pending"] == 2
+    assert io_read(c, LSR) & 0x01               # data ready at once, no baud delay
+    assert io_read(c, COM1) == 0x52
+    assert c.call("serial.status")["rx_pending"] == 1
+    assert io_read(c, LSR) & 0x01               # the next byte moved in when RBR was read
+    assert io_read(c, COM1) == 0x0D
+    assert not io_read(c, LSR) & 0x01 and c.call("serial.status")["rx_pending"] == 0
+    assert c.call("serial.status")["divisor"] == 0
+
+
+def test_a_guest_polling_loop_receives_every_byte_in_order(serial):
+    # mov dx,3FDh / poll: in al,dx / test al,1 / jz poll / mov dl,0F8h /
+    # in al,dx / stosb / mov dl,0FDh / jmp poll    (ES:DI = 1000:0200h)
+    c = serial
+    code = bytes.fromhex("BAFD03 EC A801 74FB B2F8 EC AA B2FD EBF3")
+    regs = load(c, code)
+    c.call("state.set_registers", {"expected_state_revision": regs["state_revision"],
+                                   "expected": {"es": regs["segments"]["es"],
+                                                "di": regs["general"]["di"]},
+                                   "set": {"es": SEG, "di": 0x200}})
+    data = bytes(range(1, 200))
+    c.call("serial.write", {"data_base64": b64(data)})
+    op = c.call("execution.run_until", {"max_emulated_ns": 5_000_000})["operation_id"]
+    assert wait(c, op)["kind"] == "emulated_time_limit"      # 5 ms of guest time
+    got = base64.b64decode(c.call("memory.read", {"address": seg(0x200),
+                                                  "length": len(data)})["data_base64"])
+    assert got == data
+    assert c.call("serial.status")["rx_pending"] == 0
+
+
+def test_transmit_is_immediate(serial):
+    c = serial
+    c.call("execution.pause")
+    out = c.call("io.write", {"port": COM1, "value": 0x41})
+    assert out["handled"] is True
+    assert c.call("serial.read", {"offset": 0}) == {"offset": 0, "next_offset": 1,
+                                                     "data_base64": "QQ=="}
+    assert io_read(c, LSR) & 0x60 == 0x60       # THR and the transmitter empty again
+
+
+def test_loopback_is_immediate_and_refuses_host_input(serial):
+    c = serial
+    c.call("execution.pause")
+    c.call("io.write", {"port": MCR, "value": 0x10})        # loopback
+    c.call("io.write", {"port": COM1, "value": 0x5A})
+    assert io_read(c, LSR) & 0x01 and io_read(c, COM1) == 0x5A
+    assert c.call("serial.read", {"offset": 0})["next_offset"] == 0   # looped, not sent
+    err = c.error("serial.write", {"data_base64": b64(b"x")})
+    assert err["code"] == -32602 and err["data"]["reason"] == "PRECONDITION_FAILED"
+    c.call("io.write", {"port": MCR, "value": 0x00})
+
+
+def test_serial_timing_wire_is_the_opt_in():
+    import argparse
+    from rpc_client import RpcFixture
+    f = RpcFixture(plugins=["cga", "uart"], options=argparse.Namespace(serial_timing="wire"))
+    try:
+        c = f.client()
+        c.call("execution.pause")
+        assert c.call("serial.status")["wire_timing"] is True
+        c.call("io.write", {"port": COM1, "value": 0x41})
+        # divisor 0 (65536): one character takes about 5.7 s of guest time
+        assert c.call("serial.read", {"offset": 0})["next_offset"] == 0
+        c.call("serial.write", {"data_base64": b64(b"R")})
+        assert not io_read(c, LSR) & 0x01
+    finally:
+        f.close()

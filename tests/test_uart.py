@@ -24,16 +24,18 @@ from guest import program_bytes, run_to_phase, slots  # noqa: E402
 COM = 0x3F8
 CODE = 0x10000
 OUT = 0x20000
+WIRE = argparse.Namespace(serial_timing="wire")     # --serial-timing wire
 
 
 class Bench:
-    """A UART on a bare board with a real 8259 and a settable clock."""
+    """A UART on a bare board with a real 8259 and a settable clock; wire
+    timing unless ``timing`` says otherwise (most tests here time characters)."""
 
-    def __init__(self, base=COM, irq=4):
+    def __init__(self, base=COM, irq=4, timing="wire"):
         self.cycle = 0
         self.pic = Pic8259()
         self.bp = Backplane(clock=lambda: self.cycle, pic=self.pic)
-        self.uart = Uart8250("uart", base, irq)
+        self.uart = Uart8250("uart", base, irq, timing=timing)
         self.uart.attach(self.bp.board(self.uart.declaration))
         self.ports = self.bp.ports
         # PIC: edge triggered, vectors 08h, all IRQs unmasked
@@ -322,7 +324,7 @@ def check_phase1(values):
 
 def test_serial_program_moves_1_mib_each_way():
     rng = np.random.default_rng(8250)
-    with Machine(MachineConfig(plugins=["cga", "uart"])) as m:
+    with Machine(MachineConfig(plugins=["cga", "uart"], options=WIRE)) as m:
         uart = m.devices["uart"]
         start_serial_program(m)
         assert run_to_phase(m, 2, 5)
@@ -352,7 +354,7 @@ def test_serial_phase1_same_with_fast_paths_off():
     the register checks give the same values and cycles either way."""
     results = []
     for fast in (True, False):
-        with Machine(MachineConfig(plugins=["cga", "uart"])) as m:
+        with Machine(MachineConfig(plugins=["cga", "uart"], options=WIRE)) as m:
             start_serial_program(m)
             m.ports.set_fast_reads(fast)
             assert run_to_phase(m, 2, 5)
