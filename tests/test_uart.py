@@ -216,6 +216,50 @@ def test_iir_read_clears_thr_empty_interrupt_and_lowers_irq():
     assert not b.uart._irq.level
 
 
+# -- flow-controlled (the default) -----------------------------------------------------------
+
+def test_flow_control_moves_bytes_at_once_and_keeps_interrupts_real():
+    b = Bench(timing="flow")
+    assert b.uart.status()["wire_timing"] is False
+    assert b.uart.divisor == 0                      # never set: no matter
+    b.uart.write_input(b"R\r")
+    assert b.inp(5) & 0x01 and b.inp(0) == 0x52     # at once, no character time
+    assert b.inp(5) & 0x01 and b.inp(0) == 0x0D     # the next one as RBR was read
+    assert not b.inp(5) & 0x01
+    b.out(0, 0x41)                                  # THR: out at once
+    assert b.uart.read_output(0, 16) == (0, 1, b"A")
+    assert b.inp(5) & 0x60 == 0x60
+    # received-data interrupts are the 8250's: IER bit 0 and OUT2
+    b.out(4, 0x08)
+    b.out(1, 0x01)
+    assert not b.pic.irr & 0x10
+    b.uart.write_input(b"x")
+    b.at(1)
+    assert b.pic.irr & 0x10 and b.inp(2) == 0x04
+    assert b.inp(0) == ord("x") and b.inp(2) == 0x01
+    assert not b.uart._irq.level
+
+
+def test_flow_control_state_round_trip_keeps_each_ports_timing():
+    wire, flow = Bench(), Bench(timing="flow")
+    wire.setup(divisor=12)
+    wire.uart.write_input(b"ab")
+    state = wire.uart.get_state()
+    flow.uart.set_state(state)                      # the timing is configuration
+    assert flow.uart.status()["wire_timing"] is False and flow.uart.char_cycles() == 0
+    flow.at(5000)                                   # the byte in flight arrives as it was due
+    assert flow.inp(5) & 0x01 and flow.inp(0) == ord("a")
+    assert flow.inp(5) & 0x01 and flow.inp(0) == ord("b")   # the rest at once
+    back = Bench()
+    back.uart.set_state(flow.uart.get_state())
+    assert back.uart.char_cycles() == 4972          # 9600 baud again
+
+
+def test_unknown_serial_timing_is_refused():
+    with pytest.raises(ValueError, match="serial timing"):
+        Uart8250("uart", COM, 4, timing="fast")
+
+
 # -- host side ------------------------------------------------------------------------------
 
 def test_host_queue_limits_and_output_offsets():
