@@ -35,7 +35,7 @@ from pypc_core import hookimpl
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
 
-from pypc_core.bus.journal import FONT, TEXT, WriteLog
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
 
 from .hardware import hook, unhook
 
@@ -182,12 +182,10 @@ class History:
         if not len(entries):
             return
         kinds, off, old, new = entries[:, 0], entries[:, 1], entries[:, 2], entries[:, 3]
-        text = kinds == TEXT
-        _last_wins(self.vram, off[text], new[text])
+        apply_entries(entries, TEXT, self.vram)
         if self.font is not None:
-            font = kinds == FONT
-            _last_wins(self.font, off[font], new[font])
-        codes = np.where(text, KIND_CODES["text"], KIND_CODES["font"]).astype(np.uint8)
+            apply_entries(entries, FONT, self.font)
+        codes = np.where(kinds == TEXT, KIND_CODES["text"], KIND_CODES["font"]).astype(np.uint8)
         self._add_many(codes, off, old, new, self.ctl.machine.clock())
 
     def catch_up(self):
@@ -248,14 +246,6 @@ class History:
     @property
     def first_available(self):
         return max(1, self.next_sequence - self.capacity)
-
-
-def _last_wins(array, offsets, values):
-    """``array[offsets] = values`` where the last of repeated offsets wins."""
-    if len(offsets):
-        rev = offsets[::-1]
-        _, first = np.unique(rev, return_index=True)
-        array[rev[first]] = values[::-1][first]
 
 
 def _current(ctl, history_id, method):

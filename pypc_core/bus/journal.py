@@ -73,6 +73,16 @@ def log_append(log, kind, offset, old, new):
     log[L_COUNT] = n + 1
 
 
+@njit(**JIT)
+def apply_entries(entries, kind, array):
+    """Store the ``new`` byte of every entry of ``kind`` in ``array`` at its
+    offset, in order (a later write of a byte wins): a copy kept up to date
+    from drained entries."""
+    for i in range(entries.shape[0]):
+        if entries[i, 0] == kind:
+            array[entries[i, 1]] = entries[i, 3]
+
+
 class WriteLog:
     """The entries of a journal, appended in program order."""
 
@@ -160,7 +170,7 @@ def ram_handler():
                 return np.int64(mem[a])
             base = c[R_BASE]
             size = c[R_SIZE]
-            off = (a - base) % size
+            off = (a - base) & (size - 1)          # size is a power of two
             old = np.int64(mem[base + off])
             v &= 0xFF
             for k in range(c[R_COPIES]):
@@ -182,6 +192,9 @@ class RamJournal:
     ``start()`` overlays the pages, ``stop()`` gives them back."""
 
     def __init__(self, memory, base, size, copies, log, owner="journal"):
+        if size <= 0 or size & (size - 1):
+            raise ValueError(f"{owner}: a journaled RAM window is a power of two bytes, "
+                             f"not {size}")
         self.memory = memory
         self.base, self.size, self.copies = base, size, copies
         self.log = log
@@ -222,7 +235,7 @@ class RamJournal:
         window): each copy gets them, and the changed ones are logged after
         whatever the CPU logged before."""
         mem = self.memory.mem
-        off = (address - self.base) % self.size
+        off = (address - self.base) & (self.size - 1)
         n = len(data)
         first = self.base + off
         old = mem[first:first + n].copy()
