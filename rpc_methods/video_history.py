@@ -32,10 +32,9 @@ import hashlib
 import numpy as np
 
 from pypc_core import hookimpl
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
-
-from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
 
 from .hardware import hook, unhook
 
@@ -43,7 +42,7 @@ MAX_CAPACITY = 1_000_000
 DEFAULT_CAPACITY = 500_000
 MAX_READ = 4096
 DEFAULT_READ = 1024
-SLICE_CYCLES = 1 << 15
+SLICE_CYCLES = 1 << 15               # 32,768 cycles, about 6.9 emulated ms, while recording
 LOG_ENTRIES = 1 << 16                # the card's log between drains (a slice writes far fewer)
 KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
 KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
