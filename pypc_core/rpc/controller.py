@@ -132,6 +132,7 @@ class Controller:
         self.at_slice_boundary = False  # the last run ended on its budget, not a stop
         self.slice_hooks = []           # fn(ctl) after every slice/step (traces, history)
         self.limit_hooks = []           # fn(ctl, cycles) -> cycles: cap a slice
+        self.before_hooks = []          # fn(ctl) before every slice/step (traces)
         self.adopt_hooks = []           # fn(machine) when adopt() replaces the machine
         self.slice = PACED_SLICE
         self.requests_served = 0
@@ -414,6 +415,8 @@ class Controller:
     def _step(self):
         op = self.pending_step
         self.pending_step = None
+        for hook in self.before_hooks:
+            hook(self)
         before = self.cpu.ticks
         m = self.machine
         # an interrupt breakpoint on the INT at CS:IP wins over the step,
@@ -463,6 +466,8 @@ class Controller:
             n = max(1, min(n, op.deadline - now))
         for hook in self.limit_hooks:
             n = max(1, min(n, hook(self, n)))
+        for hook in self.before_hooks:
+            hook(self)
         t0 = time.perf_counter()
         stop = self.machine_run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0
