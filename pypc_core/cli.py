@@ -214,9 +214,9 @@ def add_run_arguments(parser):
     g.add_argument("--until-text", metavar="TEXT",
                    help="stop (exit 0) as soon as TEXT appears on the screen")
     g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
-                   help="stop after SECONDS of emulated time (headless default: 60); the "
-                        "exit status is 0, or 1 when --until-text was given and its text "
-                        "did not appear")
+                   help="stop after SECONDS of emulated time (headless default: 60; a "
+                        "--replay stops there too, exit 1); the exit status is 0, or 1 "
+                        "when --until-text was given and its text did not appear")
     g.add_argument("--screenshot", metavar="PNG",
                    help="save a screenshot to PNG when the run stops")
     from .dos.launch import add_arguments as add_dos_arguments
