@@ -11,7 +11,10 @@ Shape, by the size of the files
     up to 1,200 KiB of file data (clusters counted): a 1.44 MB floppy,
     FAT12; more: a hard disk with one FAT16 partition (type 04h / 06h) of
     up to 32 MiB behind an MBR, 4 heads x 17 sectors (16 x 63 when that
-    needs more than 1024 cylinders).  Bigger trees are refused.
+    needs more than 1024 cylinders).  Bigger trees are refused; each
+    file's size is checked against what still fits *before* the file is
+    read (and no more than that is read), so a huge or sparse file costs no
+    memory.
 
 What is shown
     Regular files and directories (recursively), never symlinks, devices or
