@@ -206,3 +206,23 @@ def test_host_dir_on_the_command_line_is_an_error(tmp_path):
                                  str(folder)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("pypc: error:") and "does not fit" in done.stderr
+
+
+def test_a_fifo_as_the_rpc_import_path_stalls_no_client(tmp_path):
+    """Over the real server: the import of a FIFO is refused at once and
+    another client is answered right after."""
+    from rpc_client import RpcFixture
+    fifo = tmp_path / "snap.zip"
+    os.mkfifo(fifo)
+    fx = RpcFixture()
+    try:
+        c, other = fx.client(), fx.client()
+        c.call("execution.pause")
+        rev = c.call("session.status")["state_revision"]
+        err = within(30, lambda: c.error("machine.snapshot.import", {
+            "path": str(fifo), "expected_sha256": "0" * 64, "disk_root": str(tmp_path / "d"),
+            "expected_state_revision": rev}))
+        assert "not a regular file" in err["message"], err
+        assert within(30, lambda: other.call("session.status"))["state_revision"] == rev
+    finally:
+        fx.close()
