@@ -348,3 +348,45 @@ def test_random_int_21h_calls_never_raise_out_of_the_dos(fuzz_machine, ah, al, r
     finally:
         m.set_state(state)
     assert tree_image(canary) == before
+
+
+def _raise(*_args, **_kw):
+    raise OSError(5, "injected fault")
+
+
+def test_a_fault_inside_a_service_is_the_documented_error_and_a_diagnostic(fuzz_machine):
+    """Whatever raises inside a DOS or BIOS service (a fault injected here
+    into this machine's own objects) ends as CF=1 with the documented code
+    and one diagnostics record, never as an exception out of the machine."""
+    from pypc_core.cpu.registers import Registers
+    from pypc_core.firmware.memio import linear
+    m, canary, before = fuzz_machine
+    state = m.get_state()
+    dos = m.dos
+    try:
+        r = Registers(m.cpu.regs)
+        mount = os.path.join(os.path.dirname(canary), "mount")
+        with open(os.path.join(mount, "F.TXT"), "wb") as fh:
+            fh.write(b"kept")
+        dos.mem.write(linear(0x5000, 0x100), b"F.TXT\0")
+        r.ah, r.al, r.ds, r.dx = 0x41, 0, 0x5000, 0x100
+        dos.parse_path = _raise                       # this instance only
+        dos.on_trap(next(a for a, n in dos._traps.items() if n == "int21"))
+        assert r.cf and r.ax == 0x1F
+        rec = m.diagnostics.records()[-1]
+        assert rec["source"] == "dos" and rec["level"] == "error"
+        assert "INT 21h function 41h failed inside pypc" in rec["message"]
+        assert "injected fault" in rec["message"]
+        del dos.parse_path
+        r.ah, r.al, r.cf = 0x02, 0, False              # INT 13h AH=02h: read sectors
+        m.bios._svc_int13 = _raise
+        address = next(a for a, n in m.bios._traps.items() if n == "int13")
+        assert m.bios.on_trap(address)
+        assert r.cf and r.ah == 0x01
+        rec = m.diagnostics.records()[-1]
+        assert rec["source"] == "bios" and "int13 failed inside pypc" in rec["message"]
+    finally:
+        dos.__dict__.pop("parse_path", None)
+        m.bios.__dict__.pop("_svc_int13", None)
+        m.set_state(state)
+    assert open(os.path.join(mount, "F.TXT"), "rb").read() == b"kept"    # not deleted
