@@ -189,9 +189,10 @@ def test_host_dir_refuses_a_huge_sparse_file_without_reading_it(tmp_path):
         fh.truncate(HUGE)                        # sparse: no disk space used
     done = subprocess.run([sys.executable, "-c", RSS_PROBE, str(folder)],
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0, (done.stdout, done.stderr)
     lines = done.stdout.strip().splitlines()
-    assert lines[0].startswith("refused:") and "HUGE.BIN" in lines[0], lines
+    assert lines and lines[0].startswith("refused:") and "HUGE.BIN" in lines[0], \
+        (done.stdout, done.stderr)
     assert f"is {HUGE} bytes" in lines[0]
     peak_kib = int(lines[-1])
     assert peak_kib < 300 * 1024, f"peak RSS {peak_kib} KiB: the file was read"
