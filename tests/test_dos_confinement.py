@@ -329,7 +329,7 @@ def test_random_int_21h_calls_never_raise_out_of_the_dos(fuzz_machine, ah, al, r
         r = Registers(m.cpu.regs)
         seg = 0x5000
         off1 = 0xFFF0 if at_end else 0x0100
-        off2 = 0x0200
+        off2 = 0xFFF8 if at_end else 0x0200
         mem = dos.mem
         mem.write(linear(seg, off1), name + b"\0")
         mem.write(linear(seg, off2), name2 + b"\0")

@@ -177,7 +177,18 @@ try:
     print("built")
 except HostDirError as exc:
     print("refused:", exc)
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+def peak_kib():
+    # VmHWM: this process image's own peak (ru_maxrss would carry the
+    # parent's over fork and exec on Linux)
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(peak_kib())
 """
 
 
