@@ -390,3 +390,15 @@ def test_a_fault_inside_a_service_is_the_documented_error_and_a_diagnostic(fuzz_
         m.bios.__dict__.pop("_svc_int13", None)
         m.set_state(state)
     assert open(os.path.join(mount, "F.TXT"), "rb").read() == b"kept"    # not deleted
+
+
+def test_a_program_reached_through_a_symlink_is_a_command_line_error(mount):
+    progs.install(mount, "mcbkill")
+    os.symlink("MCBKILL.COM", os.path.join(mount, "LINK.COM"))      # inside, still a link
+    for program in (os.path.join(mount, "LINK.COM"), "C:\\LINK.COM"):
+        done = subprocess.run([sys.executable, "-m", "pypc_core.cli", "run", "--no-rpc",
+                               "--no-viewers", "--headless", "--drive", f"C={mount}",
+                               program], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith("pypc: error:"), done.stderr
+        assert "Traceback" not in done.stderr

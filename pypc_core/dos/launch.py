@@ -122,7 +122,7 @@ def resolve_program(program, drives):
         else:
             where = ", ".join(f"{k}: = {v.root}" for k, v in sorted(drives.items()))
             raise PypcError(f"{program}: outside the mounted folders ({where}), or a "
-                            f"link leading out of them; DOS cannot reach it")
+                            f"symlink (the DOS follows none); DOS cannot reach it")
     if not os.path.isfile(host):
         raise PypcError(f"{program}: not a regular file")
     if not parts[-1].upper().endswith(PROGRAM_EXTENSIONS):
