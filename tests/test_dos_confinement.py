@@ -402,3 +402,24 @@ def test_a_program_reached_through_a_symlink_is_a_command_line_error(mount):
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith("pypc: error:"), done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_copy_onto_itself_through_another_drive_keeps_the_file(tmp_path):
+    """C: and D: mount one folder: COPY C:A.TXT D:A.TXT must not truncate it."""
+    from pypc_core.dos import DosConfig
+    from pypc_core.machine import CPU_HZ, Machine, MachineConfig
+    (tmp_path / "A.TXT").write_bytes(b"payload\r\n")
+    m = Machine(MachineConfig(plugins=["cga"], dos=DosConfig(
+        drives={"C": str(tmp_path), "D": str(tmp_path)})))
+    try:
+        typed = iter(["COPY C:A.TXT D:A.TXT\r", "EXIT\r"])
+        end = m.clock() + 20 * CPU_HZ
+        while not m.dos.exited and m.clock() < end:
+            if m.waiting_for_key():
+                m.type_text(next(typed, ""))
+            m.run_for(CPU_HZ // 50)
+        text = bytes(m.dos.console_out).decode("cp437").replace("\r\n", "\n")
+    finally:
+        m.close()
+    assert "File cannot be copied onto itself\n        0 file(s) copied\n" in text, text
+    assert (tmp_path / "A.TXT").read_bytes() == b"payload\r\n"

@@ -238,3 +238,14 @@ def test_a_fifo_as_the_rpc_import_path_stalls_no_client(tmp_path):
         assert within(30, lambda: other.call("session.status"))["state_revision"] == rev
     finally:
         fx.close()
+
+
+def test_fifos_as_replay_and_load_snapshot_files_are_errors(tmp_path):
+    fifo = tmp_path / "x.json"
+    os.mkfifo(fifo)
+    for option in ("--replay", "--load-snapshot"):
+        done = subprocess.run(CLI + ["--plugins", "cga", option, str(fifo)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"pypc: error: {option}") and \
+            "not a regular file" in done.stderr, done.stderr

@@ -482,12 +482,6 @@ class HostDrive:
         finally:
             os.close(dfd)
 
-    def same_file(self, folder_a, entry_a, folder_b, entry_b):
-        if entry_a is None or entry_b is None:
-            return False
-        a, b = self.stat(folder_a, entry_a), self.stat(folder_b, entry_b)
-        return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
     def free_space(self):
         """(sectors per cluster, free clusters, bytes per sector, total clusters)."""
         try:

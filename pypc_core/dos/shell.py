@@ -388,8 +388,8 @@ class Shell:
             if existing is not None and existing.is_dir:
                 self.out("Access denied\n")
                 continue
-            if existing is not None and sdrive == ddrive and \
-                    shd.same_file(sfolder, e, dfolder, existing):
+            if existing is not None and same_file(shd.stat(sfolder, e),
+                                                  dhd.stat(dfolder, existing)):
                 self.out("File cannot be copied onto itself\n")
                 continue
             try:
@@ -492,6 +492,11 @@ class Shell:
     def set_state(self, state):
         for key in self._STATE_KEYS:          # only the shell's own fields
             setattr(self, key, state[key])
+
+
+def same_file(a, b):
+    """Two ``stat`` results are of one host file (two drives may mount one folder)."""
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def split_command(line):

@@ -56,7 +56,8 @@ def check(args):
     """Bad combinations and paths, before anything is opened."""
     load = getattr(args, "load_snapshot", None)
     if load is not None and not os.path.isfile(load):
-        raise PypcError(f"--load-snapshot {load!r}: no such file")
+        raise PypcError(f"--load-snapshot {load!r}: " + (
+            "not a regular file" if os.path.exists(load) else "no such file"))
     if getattr(args, "snapshot_disk_root", None) and load is None:
         raise PypcError("--snapshot-disk-root goes with --load-snapshot")
     if getattr(args, "save_snapshot", None):
@@ -66,7 +67,8 @@ def check(args):
     replay = getattr(args, "replay", None)
     if replay is not None:
         if not os.path.isfile(replay):
-            raise PypcError(f"--replay {replay!r}: no such file")
+            raise PypcError(f"--replay {replay!r}: " + (
+                "not a regular file" if os.path.exists(replay) else "no such file"))
         from .replay import load_recording
         try:
             args.replay_recording = load_recording(replay)   # checked before a machine exists
