@@ -180,10 +180,11 @@ class Dos:
             return False
         service = getattr(self, "_svc_" + name)
         # dos.trace: a recorder (trace.py) sees the calls; none costs this test
+        ah = r.ah                           # (the function asked for, for a fault report)
         try:
             result = service(r) if self.tracer is None else self.tracer.serve(name, service, r)
         except Exception as exc:            # a fault of ours, never the guest's crash
-            result = self.internal_error(name, r, exc)
+            result = self.internal_error(name, r, exc, ah)
         if result is None:
             regs[S.IP] = (int(regs[S.IP]) + 1) & 0xFFFF
         elif result == WAIT:
@@ -191,17 +192,16 @@ class Dos:
             self.machine.cpu.ctl[S.C_HALTED] = 1
         return True
 
-    def internal_error(self, name, r, exc):
+    def internal_error(self, name, r, exc, ah):
         """A service raised: the call fails as DOS reports a failure
         (INT 21h: CF=1 and AX=1Fh "general failure" for functions 38h and
         up, AL=FFh for the FCB functions, AL=00h for the others; another
         service just returns) and a diagnostics line says what happened."""
-        what = f"INT 21h function {r.ah:02X}h" if name == "int21" else f"DOS service {name}"
+        what = f"INT 21h function {ah:02X}h" if name == "int21" else f"DOS service {name}"
         self.machine.note("error", f"{what} failed inside pypc ({type(exc).__name__}: "
                           f"{exc}); the call fails with DOS error 1Fh", source="dos")
         log.warning("built-in DOS: %s failed", what, exc_info=True)
         if name == "int21":
-            ah = r.ah
             if ah >= 0x38:
                 self.set_error(r, E_GENERAL_FAILURE)
             elif 0x0F <= ah <= 0x24 or 0x27 <= ah <= 0x29:
