@@ -149,7 +149,10 @@ def add_run_arguments(parser):
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
                    help="no live view: run until --until-text appears or --timeout "
-                        "passes (default: 60 emulated seconds), then print the text screen")
+                        "passes (default: 60 emulated seconds), then print the text screen. "
+                        "A headless run is a job: it listens on no port unless --rpc-port, "
+                        "--telnet-port or --vnc-port names one (--serve: an agent server "
+                        "on the default ports)")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=_positive_float, metavar="X",

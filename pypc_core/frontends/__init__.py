@@ -5,9 +5,12 @@
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
-As the API contract says, ``pypc run`` (but ``--bare``) serves both viewers by default:
-telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301, all on 127.0.0.1
-unless ``--listen ADDR`` says otherwise (the RPC port stays on 127.0.0.1).
+As the API contract says, a server role -- the live view, the agent server
+``--headless --serve`` (:func:`pypc_core.argtypes.server_role`) -- serves both
+viewers by default: telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301,
+all on 127.0.0.1 unless ``--listen ADDR`` says otherwise (the RPC port stays
+on 127.0.0.1).  A job (``--headless`` without ``--serve``, a PROGRAM,
+``--bare``, ``pypc screenshot``) serves only a viewer whose port it names.
 ``--telnet-port PORT`` / ``--vnc-port PORT`` move them (0: any free port,
 printed on stderr); ``--no-telnet``, ``--no-vnc`` and ``--no-viewers`` leave
 them out.  With the RPC server on they are view-only; under ``--no-rpc``
@@ -39,12 +42,14 @@ def add_arguments(parser):
     g = parser.add_argument_group("viewers and sound")
     g.add_argument("--telnet-port", type=tcp_port, metavar="PORT",
                    help="serve the text screen to telnet clients on PORT "
-                        f"(default {DEFAULT_TELNET_PORT}; 0: any free port, printed on "
-                        "stderr); view-only unless --no-rpc")
+                        f"(default {DEFAULT_TELNET_PORT} in the live view and with --serve; "
+                        "a job (--headless, PROGRAM) serves it only when given; 0: any "
+                        "free port, printed on stderr); view-only unless --no-rpc")
     g.add_argument("--vnc-port", type=tcp_port, metavar="PORT",
                    help="serve the screen to VNC viewers (RFB 3.8) on PORT "
-                        f"(default {DEFAULT_VNC_PORT}; 0: any free port, printed on "
-                        "stderr); view-only unless --no-rpc")
+                        f"(default {DEFAULT_VNC_PORT} in the live view and with --serve; "
+                        "a job (--headless, PROGRAM) serves it only when given; 0: any "
+                        "free port, printed on stderr); view-only unless --no-rpc")
     g.add_argument("--no-telnet", action="store_true", help="no telnet viewer")
     g.add_argument("--no-vnc", action="store_true", help="no VNC viewer")
     g.add_argument("--no-viewers", action="store_true",
@@ -62,23 +67,41 @@ def add_arguments(parser):
 
 def viewer_ports(args):
     """(telnet port, VNC port) ``args`` asks for, None for a viewer left
-    out (their defaults unless --no-telnet / --no-vnc / --no-viewers)."""
+    out.  A server role (:func:`~pypc_core.argtypes.server_role`: the live
+    view, --serve) serves both on their defaults unless --no-telnet /
+    --no-vnc / --no-viewers; a job serves only a viewer whose port it
+    names."""
+    from ..argtypes import server_role
     none = getattr(args, "no_viewers", False)
     telnet = getattr(args, "telnet_port", None)
     vnc = getattr(args, "vnc_port", None)
+    defaults = server_role(args)
     if none or getattr(args, "no_telnet", False):
         telnet = None
-    elif telnet is None:
+    elif telnet is None and defaults:
         telnet = DEFAULT_TELNET_PORT
     if none or getattr(args, "no_vnc", False):
         vnc = None
-    elif vnc is None:
+    elif vnc is None and defaults:
         vnc = DEFAULT_VNC_PORT
     return telnet, vnc
 
 
 def rpc_enabled(args):
     return not getattr(args, "no_rpc", False)
+
+
+def rpc_port(args):
+    """The JSON-RPC port ``args`` serves (None: no RPC server): --rpc-port,
+    else 2301 for a server role, else none (the same rule as the viewers;
+    pypc_core/rpc/launch.py applies it)."""
+    from ..argtypes import server_role
+    if not rpc_enabled(args):
+        return None
+    port = getattr(args, "rpc_port", None)
+    if port is None and server_role(args):
+        port = DEFAULT_RPC_PORT
+    return port
 
 
 def check_args(args):
@@ -97,10 +120,9 @@ def check_args(args):
         ports.append(("--telnet-port", telnet))
     if vnc:
         ports.append(("--vnc-port", vnc))
-    rpc_port = getattr(args, "rpc_port", None)
-    rpc_port = DEFAULT_RPC_PORT if rpc_port is None else rpc_port
-    if ports and rpc_enabled(args) and rpc_port:
-        ports.append(("--rpc-port", rpc_port))
+    rpc = rpc_port(args)
+    if ports and rpc:
+        ports.append(("--rpc-port", rpc))
     for i, (name_a, a) in enumerate(ports):
         for name_b, b in ports[i + 1:]:
             if a == b:
@@ -114,8 +136,13 @@ def check_args(args):
             raise PypcError(f"--listen {listen!r} is not an IP address "
                             f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
         if telnet is None and vnc is None:
-            raise PypcError("--listen is the viewers' address, and --no-viewers (or "
-                            "--no-telnet --no-vnc) leaves none")
+            if getattr(args, "no_viewers", False) or (getattr(args, "no_telnet", False)
+                                                      and getattr(args, "no_vnc", False)):
+                raise PypcError("--listen is the viewers' address, and --no-viewers (or "
+                                "--no-telnet --no-vnc) leaves none")
+            raise PypcError("--listen is the viewers' address, and this run serves none: "
+                            "a job (--headless, a PROGRAM) serves a viewer only when "
+                            "--telnet-port or --vnc-port names its port")
     audio = getattr(args, "audio", None)
     if audio:
         if os.path.isdir(audio):

@@ -1,5 +1,9 @@
-"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (default 2301;
-0 picks a free port and prints it), ``--no-rpc``.
+"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (0 picks a free
+port and prints it), ``--no-rpc``.  A server role -- the live view, the
+agent server ``--serve`` (:func:`pypc_core.argtypes.server_role`) -- serves
+on 2301 unless told otherwise; a job (``--headless`` without ``--serve``, a
+PROGRAM, ``--bare``, ``pypc screenshot``) serves only when --rpc-port is
+given.
 
 :func:`start` builds the controller and the server for the launcher's
 machine and routes the machine's ``run_until_cycle`` (and so ``run_for``)
@@ -18,9 +22,11 @@ from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
 
 def add_arguments(parser):
     g = parser.add_argument_group("agent API (JSON-RPC 2.0 on 127.0.0.1)")
-    g.add_argument("--rpc-port", type=tcp_port, default=DEFAULT_PORT, metavar="PORT",
+    g.add_argument("--rpc-port", type=tcp_port, metavar="PORT",
                    help=f"serve the JSON-RPC agent API on 127.0.0.1:PORT (default "
-                        f"{DEFAULT_PORT}; 0: any free port, printed on stderr)")
+                        f"{DEFAULT_PORT} in the live view and with --serve; a job "
+                        f"(--headless without --serve, PROGRAM, screenshot) serves it only "
+                        f"when this is given; 0: any free port, printed on stderr)")
     g.add_argument("--no-rpc", action="store_true",
                    help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
                         "the guest)")
@@ -118,12 +124,17 @@ class LauncherRpc:
 
 
 def start(machine, args, stream=None):
-    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``.
+    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``
+    and for a job that names no --rpc-port (:func:`~pypc_core.argtypes.server_role`).
     A port in use is a one-line error naming --rpc-port (RpcServerError)."""
+    from ..argtypes import server_role
     if getattr(args, "no_rpc", False):
         return None
     port = getattr(args, "rpc_port", None)
-    port = DEFAULT_PORT if port is None else port
+    if port is None:
+        if not server_role(args):
+            return None
+        port = DEFAULT_PORT
     rpc = LauncherRpc(machine, port)
     if port == 0:
         stream = stream or sys.stderr
