@@ -399,10 +399,12 @@ def _init_py(types, reasons):
              *[f"    {e}," for e in errors],
              ")",
              "from .runtime import DecodeError, Model",
-             "from .transport import ClientError, RequestTimeout, TransportError",
+             "from .transport import (AuthError, ClientError, RequestTimeout, TransportError,",
+             "                        read_token_file)",
              "from . import models", "",
-             "__all__ = [\"Client\", \"ClientError\", \"DecodeError\", \"Model\", "
-             "\"RequestTimeout\", \"TransportError\", \"models\","]
+             "__all__ = [\"AuthError\", \"Client\", \"ClientError\", \"DecodeError\", "
+             "\"Model\", \"RequestTimeout\", \"TransportError\", \"models\", "
+             "\"read_token_file\","]
     for e in errors:
         lines.append(f"           {e!r},")
     lines.append("           ]")
@@ -440,10 +442,16 @@ def _api_py(methods, doc, models):
             '    """A connection to a pypc JSON-RPC server.  Every method raises the',
             "    ``errors`` class of the reply's ``error.data.reason``, ``RequestTimeout``",
             "    after ``timeout`` seconds (per call: ``rpc_timeout=``) and",
-            '    ``TransportError`` when the connection fails; nothing is retried."""', "",
+            '    ``TransportError`` when the connection fails; nothing is retried.',
+            "    ``socket_path`` connects to a ``pypc run --rpc-socket PATH`` instead of",
+            "    TCP; ``token`` (the first line of the server's ``--rpc-token-file``,",
+            "    ``read_token_file``) is sent in a first ``auth`` request (``AuthError``",
+            '    if refused)."""', "",
             f"    METHODS = {tuple(names)!r}", "",
-            "    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT):",
-            "        self.transport = Transport(host, port, timeout)"]
+            "    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT,",
+            "                 *, socket_path=None, token=None):",
+            "        self.transport = Transport(host, port, timeout, socket_path=socket_path,",
+            "                                   token=token)"]
     for group in sorted(groups):
         out.append(f"        self.{group} = {camel(group)}Methods(self)")
     out += ["",

@@ -96,8 +96,8 @@ def rpc_port(args):
     else 2301 for a server role, else none (the same rule as the viewers;
     pypc_core/rpc/launch.py applies it)."""
     from ..argtypes import server_role
-    if not rpc_enabled(args):
-        return None
+    if not rpc_enabled(args) or getattr(args, "rpc_socket", None) is not None:
+        return None             # (--rpc-socket: a Unix socket, no TCP port)
     port = getattr(args, "rpc_port", None)
     if port is None and server_role(args):
         port = DEFAULT_RPC_PORT

@@ -12,6 +12,7 @@ view, the built-in DOS -- then serves requests between slices and holds the
 guest while a client has it paused (returning to its loop every 50 ms of
 host time, so the display redraws and Ctrl-C is seen)."""
 
+import os
 import sys
 
 from ..argtypes import tcp_port
@@ -27,6 +28,14 @@ def add_arguments(parser):
                         f"{DEFAULT_PORT} in the live view and with --serve; a job "
                         f"(--headless without --serve, PROGRAM, screenshot) serves it only "
                         f"when this is given; 0: any free port, printed on stderr)")
+    g.add_argument("--rpc-socket", metavar="PATH",
+                   help="serve the JSON-RPC agent API on a Unix domain socket at PATH "
+                        "instead of TCP, created mode 0600: only its owner (and root) can "
+                        "connect (a stale socket file is replaced)")
+    g.add_argument("--rpc-token-file", metavar="FILE",
+                   help="owner-only TCP: every connection must first send auth with the "
+                        "token on FILE's first line (FILE readable by its owner only); "
+                        "until then every method answers UNAUTHENTICATED and nothing runs")
     g.add_argument("--no-rpc", action="store_true",
                    help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
                         "the guest)")
@@ -37,8 +46,39 @@ def add_arguments(parser):
     return parser
 
 
+def check_access(args):
+    """--rpc-socket and --rpc-token-file, before anything is built; the
+    token is read here (``args.rpc_token``)."""
+    from ..errors import PypcError
+    from .server import read_token_file
+    args.rpc_token = None
+    socket_path = getattr(args, "rpc_socket", None)
+    token_file = getattr(args, "rpc_token_file", None)
+    given = [o for o, v in (("--rpc-socket", socket_path), ("--rpc-token-file", token_file))
+             if v is not None]
+    if not given:
+        return
+    if getattr(args, "no_rpc", False):
+        raise PypcError(f"{given[0]} is the JSON-RPC server's: it cannot go with --no-rpc")
+    if socket_path is not None:
+        if getattr(args, "rpc_port", None) is not None:
+            raise PypcError("--rpc-socket and --rpc-port: the JSON-RPC server has one "
+                            "endpoint, a Unix socket or a TCP port")
+        folder = os.path.dirname(os.path.abspath(socket_path))
+        if not os.path.isdir(folder):
+            raise PypcError(f"--rpc-socket {socket_path}: no such directory {folder!r}")
+    if token_file is not None:
+        from ..frontends import rpc_port
+        if socket_path is None and rpc_port(args) is None:
+            raise PypcError("--rpc-token-file: this run serves no JSON-RPC (a job, such as "
+                            "--headless without --serve, serves it only with --rpc-port "
+                            "or --rpc-socket)")
+        args.rpc_token = read_token_file(token_file)
+
+
 def check_serve(args):
     """--serve's companions, before anything is built."""
+    check_access(args)
     if not getattr(args, "serve", False):
         return
     from ..errors import PypcError
@@ -64,11 +104,13 @@ def serve(machine, args, stream=None, viewers=None):
     from .server import start as start_server
     port = getattr(args, "rpc_port", None)
     port = DEFAULT_PORT if port is None else port
-    controller, server = start_server(machine, port)
+    controller, server = start_server(machine, port,
+                                      socket_path=getattr(args, "rpc_socket", None),
+                                      token=getattr(args, "rpc_token", None))
     if viewers is not None:
         controller.adopt_hooks.append(viewers.follow)
     stream = stream or sys.stderr
-    stream.write(f"pypc: JSON-RPC agent server on {HOST}:{server.port} (Ctrl-C ends it)\n")
+    stream.write(f"pypc: JSON-RPC agent server on {server.endpoint} (Ctrl-C ends it)\n")
     stream.flush()
     stop = threading.Event()
     got = []
@@ -99,11 +141,11 @@ class LauncherRpc:
     """The running server of a ``pypc run``; :meth:`close` stops it and gives
     the machine its own run loop back."""
 
-    def __init__(self, machine, port):
+    def __init__(self, machine, port, socket_path=None, token=None):
         self.machine = machine
         self.controller = Controller(machine)
         self.server = RpcServer(self.controller, collect_methods(machine.plugin_manager),
-                                port)
+                                port, socket_path=socket_path, token=token)
         self.server.start()
         controller = self.controller
         own = type(machine).run_until_cycle.__get__(machine)
@@ -130,12 +172,16 @@ def start(machine, args, stream=None):
     from ..argtypes import server_role
     if getattr(args, "no_rpc", False):
         return None
+    socket_path = getattr(args, "rpc_socket", None)
+    token = getattr(args, "rpc_token", None)
+    if socket_path is not None:
+        return LauncherRpc(machine, None, socket_path=socket_path, token=token)
     port = getattr(args, "rpc_port", None)
     if port is None:
         if not server_role(args):
             return None
         port = DEFAULT_PORT
-    rpc = LauncherRpc(machine, port)
+    rpc = LauncherRpc(machine, port, token=token)
     if port == 0:
         stream = stream or sys.stderr
         stream.write(f"pypc: JSON-RPC on {HOST}:{rpc.port}\n")
