@@ -322,3 +322,75 @@ def test_pypc_run_serves_the_socket_and_the_token(open_folder, tmp_path):
         proc.terminate()
         proc.wait(timeout=60)
     assert not os.path.lexists(path)
+
+
+# -- the front ends: MCP adapter and console ---------------------------------------------
+
+def test_mcp_over_the_socket_with_the_token(open_folder, tmp_path):
+    import asyncio
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+    path = os.path.join(open_folder, "mcp.sock")
+    tok = tmp_path / "tok"
+    tok.write_text(TOKEN + "\n")
+    tok.chmod(0o600)
+    s = Served(socket_path=path, token=TOKEN)
+    try:
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "pypc_core.cli", "mcp", "--socket", path,
+                                             "--token-file", str(tok)],
+                                       env=pypc_env())
+
+        async def main():
+            async with stdio_client(params) as (read, write):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    res = await session.call_tool("state_get_registers", {})
+                    assert not res.is_error, res.content
+                    return res.structured_content
+        regs = asyncio.run(main())
+        assert "general" in regs
+    finally:
+        s.close()
+
+
+def test_console_attaches_over_the_socket_with_the_token(open_folder, monkeypatch):
+    """pypc console --socket PATH --token-file FILE: the session it opens
+    (its TUI replaced by a probe) reads the registers over the socket."""
+    from pypc_core.console import app
+    path = os.path.join(open_folder, "console.sock")
+    s = Served(socket_path=path, token=TOKEN)
+    seen = {}
+
+    class Probe:
+        def __init__(self, session):
+            seen["regs"] = session.client.state.get_registers()
+
+        def run(self):
+            pass
+    monkeypatch.setattr(app, "ConsoleApp", Probe)
+    try:
+        assert app.run(socket_path=path, token=TOKEN) == 0
+        assert seen["regs"].segments.cs >= 0
+        from pypc_core.errors import PypcError
+        with pytest.raises(PypcError, match="refused the token"):
+            app.run(socket_path=path, token="wrong")
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("command, flag", [("mcp", "--connect"), ("console", "--port")])
+@pytest.mark.parametrize("extra, words", [
+    (["{flag}", "1", "--socket", "/tmp/x.sock"], ["and --socket"]),
+    (["--token-file", "{tok}"], ["--token-file goes with attaching"]),
+    (["--socket", "/tmp/x.sock", "--token-file", "{missing}"], ["--token-file", "No such file"]),
+    (["--socket", "/tmp/x.sock", "--", "--turbo"], ["not with --socket"]),
+])
+def test_bad_attach_options(tmp_path, command, flag, extra, words):
+    tok = tmp_path / "tok"
+    tok.write_text(TOKEN)
+    extra = [a.format(flag=flag, tok=tok, missing=tmp_path / "missing") for a in extra]
+    proc = subprocess.run(pypc_command() + [command, *extra], env=pypc_env(),
+                          capture_output=True, text=True, timeout=240,
+                          stdin=subprocess.DEVNULL)
+    one_line_error(proc, *words)
