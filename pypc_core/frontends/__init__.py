@@ -50,6 +50,11 @@ def add_arguments(parser):
                         f"(default {DEFAULT_VNC_PORT} in the live view and with --serve; "
                         "a job (--headless, PROGRAM) serves it only when given; 0: any "
                         "free port, printed on stderr); view-only unless --no-rpc")
+    g.add_argument("--vnc-password-file", metavar="FILE",
+                   help="VNC viewers must answer RFB VNC Authentication (security type 2) "
+                        "with the password on FILE's first line (at most 8 characters; "
+                        "FILE readable by its owner only); telnet has no password: use "
+                        "--no-telnet beside it")
     g.add_argument("--no-telnet", action="store_true", help="no telnet viewer")
     g.add_argument("--no-vnc", action="store_true", help="no VNC viewer")
     g.add_argument("--no-viewers", action="store_true",
@@ -143,6 +148,13 @@ def check_args(args):
             raise PypcError("--listen is the viewers' address, and this run serves none: "
                             "a job (--headless, a PROGRAM) serves a viewer only when "
                             "--telnet-port or --vnc-port names its port")
+    args.vnc_password = None
+    password_file = getattr(args, "vnc_password_file", None)
+    if password_file is not None:
+        if vnc is None:
+            raise PypcError("--vnc-password-file: this run serves no VNC viewer (a job, "
+                            "such as --headless, serves one only with --vnc-port)")
+        args.vnc_password = read_vnc_password(password_file)
     audio = getattr(args, "audio", None)
     if audio:
         if os.path.isdir(audio):
@@ -152,11 +164,26 @@ def check_args(args):
             raise PypcError(f"--audio {audio!r}: no such directory {folder!r}")
 
 
+def read_vnc_password(path):
+    """The password on ``path``'s first line, as bytes, or a one-line
+    PypcError (the file's rules are --rpc-token-file's)."""
+    from ..rpc.server import RpcServerError, read_token_file
+    from .rfbauth import MAX_PASSWORD
+    try:
+        password = read_token_file(path, "--vnc-password-file").encode("utf-8")
+    except RpcServerError as exc:
+        raise PypcError(str(exc)) from None
+    if len(password) > MAX_PASSWORD:
+        raise PypcError(f"--vnc-password-file {path}: the password is longer than "
+                        f"{MAX_PASSWORD} bytes (VNC Authentication uses 8)")
+    return password
+
+
 class Frontends:
     """The running viewers and speaker sinks of one machine."""
 
     def __init__(self, machine, telnet_port=None, vnc_port=None, listen=DEFAULT_LISTEN,
-                 keyboard=False, audio_path=None, live_sound=False):
+                 keyboard=False, audio_path=None, live_sound=False, vnc_password=None):
         from .display import Display
         self.machine = machine
         self.display = Display(machine, keyboard=keyboard)
@@ -167,7 +194,8 @@ class Frontends:
         try:
             if vnc_port is not None:
                 from .vnc import VncServer
-                self.vnc = VncServer(self.display, listen, vnc_port).start()
+                self.vnc = VncServer(self.display, listen, vnc_port,
+                                     password=vnc_password).start()
             if telnet_port is not None:
                 from .telnet import TelnetServer
                 self.telnet = TelnetServer(self.display, listen, telnet_port,
@@ -241,7 +269,8 @@ def start(machine, args, stream=None):
         return None
     listen = getattr(args, "listen", None) or DEFAULT_LISTEN
     viewers = Frontends(machine, telnet_port=telnet, vnc_port=vnc, listen=listen,
-                        keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live)
+                        keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live,
+                        vnc_password=getattr(args, "vnc_password", None))
     stream = stream or sys.stderr
     for name, asked, server in (("telnet", telnet, viewers.telnet),
                                 ("VNC", vnc, viewers.vnc)):
