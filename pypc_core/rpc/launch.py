@@ -33,16 +33,18 @@ def add_arguments(parser):
                         "instead of TCP, created mode 0600: only its owner (and root) can "
                         "connect (a stale socket file is replaced)")
     g.add_argument("--rpc-token-file", metavar="FILE",
-                   help="owner-only TCP: every connection must first send auth with the "
-                        "token on FILE's first line (FILE readable by its owner only); "
+                   help="owner-only access (TCP or --rpc-socket): every connection must "
+                        "first send auth with the token on FILE's first line (FILE readable by its owner only); "
                         "until then every method answers UNAUTHENTICATED and nothing runs")
     g.add_argument("--no-rpc", action="store_true",
                    help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
                         "the guest)")
     g.add_argument("--serve", action="store_true",
-                   help="with --headless: an agent server -- the JSON-RPC controller owns "
-                        "the machine loop until Ctrl-C or SIGTERM, so session.start can run "
-                        "programs on the built-in DOS; no --timeout, nothing printed")
+                   help="with --headless: an agent server on the default ports (JSON-RPC "
+                        "2301, telnet 2300, VNC 5902, unless told otherwise) -- the JSON-RPC "
+                        "controller owns the machine loop until Ctrl-C or SIGTERM, so "
+                        "session.start can run programs on the built-in DOS; no --timeout, "
+                        "nothing printed")
     return parser
 
 
