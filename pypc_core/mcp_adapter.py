@@ -14,9 +14,10 @@ an RPC error is a tool error whose text starts with ``error.data.reason``.
 The server is a running pypc (``--connect PORT``, or ``--socket PATH`` for one
 with ``--rpc-socket``; ``--token-file FILE`` for one with ``--rpc-token-file``)
 or one this command
-starts: ``pypc run --headless --rpc-port 0 --timeout 31536000 [RUN
-OPTIONS]`` (no viewers unless RUN OPTIONS give their ports), ended when the
-MCP session ends.
+starts: ``pypc run --headless --rpc-socket PRIVATE/rpc.sock --timeout
+31536000 [RUN OPTIONS]`` (a socket only this user reaches:
+:mod:`pypc_core.spawn`; no viewers unless RUN OPTIONS give their ports),
+ended when the MCP session ends.
 """
 
 import copy
@@ -93,7 +94,7 @@ class Backend:
         self.spawned = None
         if port is None and socket_path is None:
             self.spawned = SpawnedPypc(list(run_args), stderr)
-            port = self.spawned.port
+            port, socket_path = self.spawned.port, self.spawned.socket_path
         self.port = port
         try:
             self.transport = Transport(port=port or 2301, timeout=120,

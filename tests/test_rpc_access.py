@@ -394,3 +394,27 @@ def test_bad_attach_options(tmp_path, command, flag, extra, words):
                           capture_output=True, text=True, timeout=240,
                           stdin=subprocess.DEVNULL)
     one_line_error(proc, *words)
+
+
+def test_a_spawned_pypc_serves_a_private_socket():
+    """What pypc console / pypc mcp start for themselves: a socket in a
+    0700 folder, mode 0600, no TCP listener; the folder goes with it."""
+    from test_viewer_defaults import listening_inodes
+    from pypc_core.spawn import SpawnedPypc
+    spawned = SpawnedPypc(["--turbo"])
+    try:
+        assert spawned.port is None
+        folder = os.path.dirname(spawned.socket_path)
+        assert stat.S_IMODE(os.stat(folder).st_mode) == 0o700
+        assert stat.S_IMODE(os.lstat(spawned.socket_path).st_mode) == 0o600
+        assert listening_inodes(spawned.process.pid) == set()      # (TCP tables)
+        with Client(socket_path=spawned.socket_path) as c:
+            assert c.agent.capabilities().endpoint == f"unix:{spawned.socket_path}"
+    finally:
+        spawned.close()
+    assert not os.path.exists(folder)
+    tcp = SpawnedPypc(["--turbo", "--rpc-port", "0"])       # asked for TCP: TCP
+    try:
+        assert tcp.socket_path is None and tcp.port > 0
+    finally:
+        tcp.close()

@@ -264,7 +264,7 @@ def run(port=None, run_args=(), socket_path=None, token=None):
     if port is None and socket_path is None:
         from ..spawn import SpawnedPypc
         spawned = SpawnedPypc(list(run_args))
-        port = spawned.port
+        port, socket_path = spawned.port, spawned.socket_path
     try:
         session = DebugSession(client=Client(port=port or 2301, timeout=30,
                                              socket_path=socket_path, token=token))

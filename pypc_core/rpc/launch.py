@@ -31,7 +31,8 @@ def add_arguments(parser):
     g.add_argument("--rpc-socket", metavar="PATH",
                    help="serve the JSON-RPC agent API on a Unix domain socket at PATH "
                         "instead of TCP, created mode 0600: only its owner (and root) can "
-                        "connect (a stale socket file is replaced)")
+                        "connect (a stale socket file is replaced); stderr says "
+                        "'pypc: JSON-RPC on unix:PATH' once it listens")
     g.add_argument("--rpc-token-file", metavar="FILE",
                    help="owner-only access (TCP or --rpc-socket): every connection must "
                         "first send auth with the token on FILE's first line (FILE readable by its owner only); "
@@ -177,7 +178,11 @@ def start(machine, args, stream=None):
     socket_path = getattr(args, "rpc_socket", None)
     token = getattr(args, "rpc_token", None)
     if socket_path is not None:
-        return LauncherRpc(machine, None, socket_path=socket_path, token=token)
+        rpc = LauncherRpc(machine, None, socket_path=socket_path, token=token)
+        stream = stream or sys.stderr
+        stream.write(f"pypc: JSON-RPC on {rpc.server.endpoint}\n")
+        stream.flush()
+        return rpc
     port = getattr(args, "rpc_port", None)
     if port is None:
         if not server_role(args):
