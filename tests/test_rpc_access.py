@@ -418,3 +418,25 @@ def test_a_spawned_pypc_serves_a_private_socket():
         assert tcp.socket_path is None and tcp.port > 0
     finally:
         tcp.close()
+
+
+def test_a_second_user_without_the_token_is_refused(token_server):
+    """Over TCP, which every local user reaches: another user's request
+    without the token is refused and changes nothing."""
+    user = second_user()
+    python = other_users_python()
+    port = token_server.server.port
+    with Client(port=port, token=TOKEN) as owner:
+        owner.call("execution.pause")
+        before = observe(owner)
+        code = ("import json, socket, sys\n"
+                "s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=60)\n"
+                "f = s.makefile('rwb')\n"
+                "f.write(sys.argv[2].encode() + b'\\n'); f.flush()\n"
+                "print(json.loads(f.readline())['error']['data']['reason'])\n")
+        proc = subprocess.run([python, "-c", code, str(port), json.dumps(ATTEMPTS[0])],
+                              user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+        after = observe(owner)
+    assert proc.stdout.strip() == "UNAUTHENTICATED", proc.stderr
+    assert before == after
