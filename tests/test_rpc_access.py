@@ -156,7 +156,7 @@ def test_token_file_rules(tmp_path):
     empty = tmp_path / "empty"
     empty.write_text("\n")
     empty.chmod(0o600)
-    for path, words in ((loose, "chmod 600"), (empty, "no token"),
+    for path, words in ((loose, "chmod 600"), (empty, "first line is empty"),
                         (tmp_path / "missing", "cannot open"), (tmp_path, "not a regular")):
         with pytest.raises(RpcServerError, match=words):
             read_token_file(str(path))

@@ -137,7 +137,7 @@ def test_without_a_password_nothing_changes(rig_factory):
     (["--vnc-port", "0", "--vnc-password-file", "{f}"], "pw\n", 0o644, ["chmod 600"]),
     (["--vnc-port", "0", "--vnc-password-file", "{f}"], "123456789\n", 0o600,
      ["longer than 8"]),
-    (["--vnc-port", "0", "--vnc-password-file", "{f}"], "\n", 0o600, ["no token"]),
+    (["--vnc-port", "0", "--vnc-password-file", "{f}"], "\n", 0o600, ["first line is empty"]),
 ])
 def test_bad_password_files(tmp_path, extra, content, mode, words):
     f = tmp_path / "pw"

@@ -96,13 +96,13 @@ def read_token_file(path, option="--rpc-token-file"):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise RpcServerError(f"{option} {path}: the token is not UTF-8 text") from None
+        raise RpcServerError(f"{option} {path}: the file is not UTF-8 text") from None
     token = text.split("\n", 1)[0].rstrip("\r")
     if not token.strip():
-        raise RpcServerError(f"{option} {path}: the file has no token (its first line "
-                             f"is empty)")
+        raise RpcServerError(f"{option} {path}: the file's first line is empty")
     if len(token.encode()) > MAX_TOKEN:
-        raise RpcServerError(f"{option} {path}: the token is longer than {MAX_TOKEN} bytes")
+        raise RpcServerError(f"{option} {path}: the first line is longer than {MAX_TOKEN} "
+                             f"bytes")
     return token
 
 
