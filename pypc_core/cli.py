@@ -234,7 +234,13 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"pypc {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="build and run a machine (default)",
-                         description="Build an XT with the selected device plugins and run it.",
+                         description="Build an XT with the selected device plugins and run it. "
+                                     "The live view and the agent server (--headless "
+                                     "--serve) listen on the contract's ports (JSON-RPC "
+                                     "2301, telnet 2300, VNC 5902) unless told otherwise; "
+                                     "every other run is a job (--headless, a PROGRAM, "
+                                     "--bare, screenshot) that listens only on the ports "
+                                     "its options name.",
                          epilog=LIVE_KEYS_HELP)
     add_run_arguments(run)
     shot = sub.add_parser("screenshot", help="boot headless and unpaced, write the screen to a PNG",
