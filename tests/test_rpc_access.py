@@ -208,13 +208,16 @@ def open_folder():
     shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
 def second_user():
-    """A user that is not us: created with useradd when we are root."""
+    """A user that is not us: created with useradd when we are root (and
+    removed again at the end of the module if this module created it)."""
     if os.geteuid() != 0:
         pytest.skip("creating a second user needs root")
     if shutil.which("useradd") is None:
         pytest.skip("no useradd on this host")
     name = "pypctest"
+    created = False
     try:
         pwd.getpwnam(name)
     except KeyError:
@@ -222,7 +225,10 @@ def second_user():
                                name], capture_output=True, text=True)
         if proc.returncode != 0:
             pytest.skip(f"useradd failed: {proc.stderr.strip()}")
-    return pwd.getpwnam(name)
+        created = True
+    yield pwd.getpwnam(name)
+    if created and shutil.which("userdel"):
+        subprocess.run(["userdel", name], capture_output=True)
 
 
 def other_users_python():
@@ -260,7 +266,18 @@ def test_unix_socket_is_the_owners_only(open_folder):
         # a second pypc on the same path is refused while the first listens
         with pytest.raises(RpcServerError, match="another server"):
             rpc.RpcServer(s.controller, {}, socket_path=path).start()
-        user = second_user()
+    finally:
+        s.close()
+    assert not os.path.lexists(path)            # the server removes its socket
+
+
+def test_a_second_user_cannot_open_the_socket(open_folder, second_user):
+    """In a folder every user may enter, the socket's 0600 alone keeps
+    another user out."""
+    path = os.path.join(open_folder, "pypc.sock")
+    s = Served(socket_path=path)
+    try:
+        user = second_user
         code = ("import socket, sys\n"
                 "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
                 "try:\n"
@@ -277,7 +294,6 @@ def test_unix_socket_is_the_owners_only(open_folder):
         assert proc.stdout.strip() == "refused", (proc.stdout, proc.stderr)
     finally:
         s.close()
-    assert not os.path.lexists(path)            # the server removes its socket
 
 
 def test_a_stale_socket_file_is_replaced(open_folder):
@@ -420,10 +436,10 @@ def test_a_spawned_pypc_serves_a_private_socket():
         tcp.close()
 
 
-def test_a_second_user_without_the_token_is_refused(token_server):
+def test_a_second_user_without_the_token_is_refused(token_server, second_user):
     """Over TCP, which every local user reaches: another user's request
     without the token is refused and changes nothing."""
-    user = second_user()
+    user = second_user
     python = other_users_python()
     port = token_server.server.port
     with Client(port=port, token=TOKEN) as owner:
