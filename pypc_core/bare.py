@@ -130,6 +130,10 @@ def check(args):
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
+    if getattr(args, "rpc_port_given", False) or getattr(args, "serve", False):
+        raise BareError("--bare serves no JSON-RPC: --"
+                        f"{'serve' if getattr(args, 'serve', False) else 'rpc-port'} "
+                        "cannot be used with it")
     for _seg, _off, _n, path in args.dump_memory:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
@@ -206,7 +210,7 @@ def run(args):
     from .plugins import PluginManager
     check(args)
     loads = read_loads(args.load)
-    plugins = [p for p in args.plugins.split(",") if p] if args.plugins_given else []
+    plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default
     pm = PluginManager()
     pm.select(plugins)
     if args.turbo:
@@ -220,6 +224,7 @@ def run(args):
                         debug_port=getattr(args, "debug_port", None))
     timeout = args.timeout if args.timeout else DEFAULT_TIMEOUT_S
     with Machine(cfg) as m:
+        m.raise_device_faults = True    # a card's handler failing: one line, exit 2
         if cfg.debug_port is not None:
             from .launcher import echo_guest_lines
             echo_guest_lines(m, sys.stderr)

@@ -2,6 +2,7 @@
 
     python -m pypc_core.bench cpu      # the standard ALU/memory loop
     python -m pypc_core.bench system   # the whole XT (needs the platform)
+    python -m pypc_core.bench ab REV   # REV against the working tree, A B A B ...
 
 The last line printed is one JSON object with the figures.
 """
@@ -239,7 +240,10 @@ def main(argv=None):
         from .system_bench import bench_system
         bench_system(argv[1:])
         return 0
-    print(f"unknown benchmark {what!r}: choose cpu or system", file=sys.stderr)
+    if what == "ab":
+        from .bench_ab import main as ab_main
+        return ab_main(argv[1:])
+    print(f"unknown benchmark {what!r}: choose cpu, system or ab", file=sys.stderr)
     return 2
 
 

@@ -99,6 +99,22 @@ def _debug_port(text):
 _PORT_WORD = re.compile(r"^([0-9].*|[0-9A-Fa-f]+[hH])$")
 
 
+_SIGNED_WORD = re.compile(r"^[+-][A-Za-z0-9_]")
+
+
+def _signed_values(argv):
+    """``--plugins -uart2`` means ``--plugins=-uart2``: argparse would take
+    a value starting with '-' for an option.  (``--plugins --headless``
+    stays a missing value.)"""
+    out = list(argv)
+    for i, arg in enumerate(out[:-1]):
+        if arg == "--":
+            break
+        if arg in ("--plugins", "--rpc-methods") and _SIGNED_WORD.match(out[i + 1]):
+            out[i:i + 2] = [f"{arg}={out[i + 1]}", None]
+    return [a for a in out if a is not None]
+
+
 def _debug_port_default(argv):
     """``--debug-port`` takes an optional PORT: followed by a word that is
     no number (a PROGRAM, an option) it is ``--debug-port=0xE9``, so
@@ -131,9 +147,16 @@ def _geometry(text):
 def add_run_arguments(parser):
     """The options of ``pypc run`` (plugin options are added later)."""
     parser.add_argument(
-        "--plugins", default="cga,fdc,uart", metavar="A,B",
-        help="device plugins to plug in, comma-separated (default: %(default)s; "
-             "'pypc plugins' lists them)")
+        "--plugins", metavar="A,B",
+        help="device plugins to plug in, comma-separated: exactly these (cga,vga), or "
+             "changes to the defaults, each signed: +NAME adds one, -NAME leaves one "
+             "out (+postcard,-uart2).  Default: cga,fdc,uart (with --bare: none). "
+             "'pypc plugins' lists them")
+    parser.add_argument(
+        "--rpc-methods", metavar="A,B",
+        help="JSON-RPC method groups to serve: all installed ones unless changed here, "
+             "-NAME turning one off (-video_history,-dos_trace) or a plain list keeping "
+             "only those; 'pypc plugins' lists them")
     parser.add_argument(
         "--video", metavar="CARD",
         help="the display card (e.g. cga, vga): replaces the video card of --plugins")
@@ -249,7 +272,14 @@ def build_parser():
     shot.add_argument("png", metavar="PNG", help="the PNG file to write (a name ending in .png)")
     plugins = sub.add_parser("plugins", help="list discovered plugins",
                              description="List the plugins found through entry points "
-                                         "(groups pypc.devices and pypc.rpc_methods).")
+                                         "(groups pypc.devices and pypc.rpc_methods): "
+                                         "what each card really claims on a scratch board "
+                                         "(or why it could not be attached), its hooks, "
+                                         "a method group's methods.  With NAME: that "
+                                         "plugin alone, with its cards' state after "
+                                         "reset().")
+    plugins.add_argument("name", nargs="?", metavar="NAME",
+                         help="show only this plugin, and its cards' power-on state")
     plugins.add_argument("--json", action="store_true", help="print JSON instead of a table")
     gen = sub.add_parser("gen", help="generate the typed RPC client or its reference page",
                          description="Generate from schemas/ (the OpenRPC document): 'client' "
@@ -341,7 +371,7 @@ def _normalise_argv(argv):
     given, no viewer whose port is not given."""
     if not argv:
         return ["run"]
-    argv = _debug_port_default(argv)
+    argv = _signed_values(_debug_port_default(argv))
     first = argv[0]
     if first == "screenshot":
         if len(argv) >= 2 and argv[1] in ("-h", "--help"):
@@ -364,10 +394,25 @@ def _normalise_argv(argv):
 # -- subcommands -----------------------------------------------------------------
 
 def cmd_plugins(args):
-    from .plugins import PluginManager
-    infos = PluginManager().describe()
+    from .plugins import DEVICE_GROUP, RPC_GROUP, PluginManager, UnknownPluginError
+    pm = PluginManager()
+    name = getattr(args, "name", None)
+    if name is not None:
+        if name not in pm.available(DEVICE_GROUP) and name not in pm.available(RPC_GROUP):
+            every = sorted(set(pm.available(DEVICE_GROUP)) | set(pm.available(RPC_GROUP)))
+            import difflib
+            close = difflib.get_close_matches(name, every, n=1)
+            raise UnknownPluginError(
+                f"no plugin {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; installed: {', '.join(every)}")
+        infos = pm.describe(names=[name], states=True)
+    else:
+        infos = pm.describe()
     if args.json:
-        print(json.dumps([i.as_dict() for i in infos], indent=2))
+        out = [dict(i.as_dict(), **(i.state_dict() if name else {})) for i in infos]
+        print(json.dumps(out, indent=2))
+    elif name is not None:
+        _print_plugin_detail(infos)
     else:
         _print_plugin_table(infos)
     failed = [i for i in infos if i.error]
@@ -389,33 +434,97 @@ def cmd_gen(args):
     return 0
 
 
+def _claim_lines(info):
+    """What a card claimed on its scratch board (else what it declares),
+    one claim a line, with spaces after commas so a narrow column wraps
+    between port ranges."""
+    parts = info.attached or [d.describe() or "-" for d in info.declarations]
+    return [p.replace(",", ", ") for a in parts for p in a.split("; ")]
+
+
 def _print_plugin_table(infos):
+    """Two tables (device plugins, RPC method groups) that fit 80 columns:
+    a device's claims, or in red why it failed to load or attach."""
     from rich import box
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+    from .plugins import DEVICE_GROUP
 
-    table = Table(title="pypc plugins", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
-                  pad_edge=False)
-    for column in ("name", "version", "distribution", "group"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("claims", overflow="fold")
-    table.add_column("hooks", overflow="fold")
-    for info in infos:
-        claims = "\n".join(part for d in info.declarations
-                           for part in (d.describe() or "-").split("; "))
-        if info.attached:
-            claims = "\n".join(part for a in info.attached for part in a.split("; "))
-        if info.error:
-            claims = f"[red]error: {escape(info.error)}[/red]"
-        hooks = "\n".join(h.removeprefix("pypc_") for h in info.hooks)
-        table.add_row(info.name, info.version, info.distribution,
-                      info.group, claims or "-", hooks or "-")
     console = Console()
     if not infos:
         console.print("no plugins found (entry-point groups pypc.devices, pypc.rpc_methods)")
         return
-    console.print(table)
+    for group, title, third in ((DEVICE_GROUP, "device plugins (pypc.devices)", "claims"),
+                                (None, "RPC method groups (pypc.rpc_methods)", "methods")):
+        rows = [i for i in infos if (i.group == DEVICE_GROUP) == (group is not None)]
+        if not rows:
+            continue
+        table = Table(title=title, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0),
+                      pad_edge=False, title_justify="left")
+        table.add_column("name", no_wrap=True)
+        table.add_column("from", max_width=18)
+        table.add_column(third, ratio=3, overflow="fold")
+        table.add_column("hooks", ratio=2, overflow="fold")
+        for info in rows:
+            origin = f"{info.distribution} {info.version}"
+            if group is not None:
+                body = "\n".join(escape(line) for line in _claim_lines(info))
+            else:
+                body = ", ".join(info.methods)
+            if info.attach_error and not info.error:
+                body = (body + "\n" if body else "") + \
+                    f"[red]attach failed: {escape(info.attach_error)}[/red]"
+            if info.error:
+                body = f"[red]error: {escape(info.error)}[/red]"
+            hooks = ", ".join(h.removeprefix("pypc_") for h in info.hooks)
+            table.add_row(escape(info.name), escape(origin), body or "-", hooks or "-")
+        console.print(table)
+
+
+def _short(value, limit=72):
+    """A card's state for the terminal: long strings (a RAM image in
+    base64) and long lists shortened, saying how long they are."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:24]}... ({len(value)} characters)"
+    if isinstance(value, list) and len(value) > 16:
+        return [_short(v) for v in value[:8]] + [f"... ({len(value)} items)"]
+    if isinstance(value, list):
+        return [_short(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _short(v) for k, v in value.items()}
+    return value
+
+
+def _print_plugin_detail(infos):
+    """``pypc plugins NAME``: one plugin, its claims, hooks, methods,
+    errors and each card's state after ``reset()``."""
+    from rich.console import Console
+    from rich.markup import escape
+    console = Console()
+    for info in infos:
+        console.print(f"[bold]{escape(info.name)}[/bold]  ({info.group}, {escape(info.module)}, "
+                      f"from {escape(info.distribution)} {escape(info.version)})")
+        if info.error:
+            console.print(f"  [red]error: {escape(info.error)}[/red]")
+        if info.declarations:
+            console.print("  declares: " + escape("; ".join(
+                d.describe() or "-" for d in info.declarations)))
+        for line in info.attached:
+            console.print(f"  claimed on a scratch board: {escape(line)}")
+        if info.attach_error:
+            console.print(f"  [red]attach failed: {escape(info.attach_error)}[/red]")
+        if info.hooks:
+            console.print("  hooks: " + ", ".join(info.hooks))
+        if info.methods:
+            console.print("  methods: " + ", ".join(info.methods))
+        for device, state in info.states.items():
+            console.print(f"  state of {escape(device)} after reset():")
+            text = json.dumps(_short(state), indent=2, sort_keys=True)
+            console.print("\n".join("    " + escape(line) for line in text.splitlines()),
+                          soft_wrap=True)
+        if info.state_error:
+            console.print(f"  [red]state: {escape(info.state_error)}[/red]")
 
 
 def cmd_run(argv, run_parser):
@@ -427,15 +536,26 @@ def cmd_run(argv, run_parser):
     first = add_run_arguments(_Parser(prog=run_parser.prog, add_help=False))
     known, _ = first.parse_known_args(argv[1:])
     pm = PluginManager()
-    plugins = launch_plugins(pm, known.plugins, known.video, known.game_port)
+    plugins = launch_plugins(pm, known.plugins, known.video, known.game_port,
+                             bare=known.bare)
     pm.select(plugins)
-    pm.register_rpc_methods()
+    if known.rpc_methods is not None:
+        pm.disable_rpc_methods(known.rpc_methods)
+    # method groups are imported only for a run that serves them: a broken
+    # one cannot stop a --no-rpc or --bare run
+    serving = not known.no_rpc and not known.bare
+    if serving:
+        pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))
     args = run_parser.parse_args(argv[1:])
     args.command = "run"
     args.plugins = plugins
     args.plugin_manager = pm
-    args.plugins_given = any(a == "--plugins" or a.startswith("--plugins=") for a in argv[1:])
+    given = {a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")}
+    args.plugins_given = "--plugins" in given
+    args.rpc_port_given = "--rpc-port" in given
+    if serving:
+        check_rpc_methods(pm)
     from . import bare
     bare.check(args)
     if args.bare:
@@ -451,13 +571,32 @@ def cmd_run(argv, run_parser):
     return result if isinstance(result, int) else 0
 
 
-def launch_plugins(pm, plugins, video=None, game_port=False):
-    """The device plugins a launch loads: ``--plugins`` as given, its video
-    card(s) replaced by ``--video``, ``gameport`` added by ``--game-port``.
-    Which plugins are video cards is read from their declarations."""
+def check_rpc_methods(pm):
+    """Before a machine is built: every RPC method group's
+    ``pypc_rpc_methods`` runs and every method has a valid schema, so a
+    broken group is one line naming it (and how to turn it off)."""
+    from .rpc.schemas import SchemaError, check_methods
+    methods = pm.rpc_methods()
+    owners = {m: k.rpartition(":")[2] for m, k in pm.rpc_method_owners.items()}
+    try:
+        check_methods(methods, owners=owners)
+    except SchemaError as exc:
+        groups = sorted({owners[m] for m in exc.methods if m in owners})
+        hint = f" (turn the group off with --rpc-methods -{groups[0]})" if groups else ""
+        raise SchemaError(f"{exc}{hint}") from exc
+
+
+def launch_plugins(pm, plugins, video=None, game_port=False, bare=False):
+    """The device plugins a launch loads: ``--plugins`` (a list, or signed
+    changes to the defaults, :func:`pypc_core.plugins.resolve_names`; the
+    defaults are ``cga,fdc,uart``, none with ``bare``), its video card(s)
+    replaced by ``--video``, ``gameport`` added by ``--game-port``.  Which
+    plugins are video cards is read from their declarations."""
     from .device import CAP_VIDEO
-    from .plugins import parse_names
-    names = parse_names(plugins)
+    from .plugins import DEFAULT_DEVICES, resolve_names
+    defaults = () if bare else DEFAULT_DEVICES
+    names = list(defaults) if plugins is None else resolve_names(
+        plugins, defaults, available=pm.available())
     if video:
         names = [n for n in names if not pm.declares(n, CAP_VIDEO)]
         names.insert(0, video)

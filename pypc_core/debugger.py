@@ -671,7 +671,8 @@ class Stop:
     kind: budget (the cycle budget was used up), breakpoint, step (a step,
     step over or step out finished), halt (HLT with interrupts disabled),
     pause (``request_pause``), until (a ``run_until`` target), fault (an
-    opcode the core failed to decode), key_wait (the guest waits for a key,
+    opcode the core failed to decode, or a device's port handler that
+    raised: ``machine.DeviceFault``), key_wait (the guest waits for a key,
     only when asked for).
     """
     kind: str

@@ -11,6 +11,9 @@ These writers feed it:
 * cards, through their board: ``board.log(level, message)`` (source = the
   card's name, e.g. ``fdc``), for what a card refuses or ignores;
 * viewers: the VNC server notes a pixel format it refused (source ``vnc``);
+* the RPC dispatcher: a method handler that raised, or whose result did not
+  match its schema (source ``rpc``: an ``error`` record naming the method
+  and its plugin, then a ``debug`` record with the traceback on one line);
 * the guest, through the opt-in debug console port
   (:mod:`pypc_core.debugcon`, ``pypc run --debug-port``; source ``guest``).
 
@@ -25,7 +28,8 @@ A record is ``{sequence, clock, level, source, message}``:
 ``level``
     ``debug``, ``info``, ``warning`` or ``error`` (:data:`LEVELS`).
 ``source``
-    who said it: ``machine``, ``bios``, ``dos``, ``guest`` or a card's name.
+    who said it: ``machine``, ``bios``, ``dos``, ``guest``, ``rpc`` or a
+    card's name.
 ``message``
     one line of text, at most :data:`MAX_MESSAGE` characters (longer ones
     are cut and end with ``...``).

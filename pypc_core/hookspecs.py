@@ -23,6 +23,11 @@ the bus in ``Device.attach``.
 
 An implementation may accept any subset of a hook's arguments, by name (this
 is how new arguments can be added to a hook without breaking plugins).
+
+An implementation that raises (anything but a ``pypc_core.errors.PypcError``,
+which is a user error it words itself) stops start-up with one line naming
+it -- ``pypc: error: plugin 'x' failed in hook pypc_device_create:
+ValueError: ...``; ``PYPC_DEBUG=1`` prints the traceback first.
 """
 
 import pluggy
@@ -86,7 +91,8 @@ def pypc_cli_add_options(parser):
     """Add command-line options for this plugin to ``pypc run``.
 
     Called while the command line is parsed, for the device plugins selected
-    with ``--plugins`` (and every RPC method group), before the final parse:
+    with ``--plugins`` (and every RPC method group the run serves: none
+    with ``--no-rpc`` or ``--bare``), before the final parse:
     ``pypc run --plugins myplug --help`` shows them.  Use a prefix unique to
     the plugin (``--myplug-base``) so options never collide.
 
@@ -106,7 +112,8 @@ def pypc_machine_ready(machine):
     firmware and disks are loaded, and no guest instruction has run yet.
 
     A place for plugins to look at the assembled machine (e.g. to start a
-    viewer).  Must not run the CPU.
+    viewer).  Must not run the CPU.  An exception here stops start-up
+    naming the plugin.
 
     :param machine: the ``pypc_core.Machine``.
     :return: nothing.
@@ -118,7 +125,9 @@ def pypc_machine_shutdown(machine):
     """The machine is being torn down (normal exit, error or Ctrl-C).
 
     Release host resources (files, sockets, threads) here.  Called at most
-    once per machine, after the CPU has stopped.
+    once per machine, after the CPU has stopped.  Every plugin's
+    implementation runs even if another raises; a failure becomes an
+    ``error`` record in the machine's diagnostics ring naming the plugin.
 
     :param machine: the ``pypc_core.Machine``.
     :return: nothing.
@@ -134,12 +143,22 @@ def pypc_machine_shutdown(machine):
 def pypc_rpc_methods():
     """Return the JSON-RPC methods this method group provides.
 
-    Called once when the RPC server starts (every plugin of the
-    ``pypc.rpc_methods`` group is registered; so are device plugins that
-    implement this hook, for device-specific methods).  The methods are thin
-    adapters over the ``Machine`` API: the dispatcher validates params
-    against ``schemas/<method>.json`` before calling, runs the call on the
-    machine thread at an instruction boundary, and validates the result.
+    Called once per plugin manager (``pypc run`` calls it before it builds
+    the machine, to check every method's schema, and the RPC server reuses
+    that table).  Every plugin of the ``pypc.rpc_methods`` group is
+    registered unless turned off by name (``pypc run --rpc-methods -NAME``);
+    so are device plugins that implement this hook, for device-specific
+    methods.  The methods are thin adapters over the ``Machine`` API: the
+    dispatcher validates params against the method's schema
+    (``schemas/<method>.json`` or ``fn.rpc_schema``) before calling, runs
+    the call on the machine thread at an instruction boundary, and replies
+    with what it returns.  It validates that result against the schema
+    only when ``PYPC_VALIDATE_RESULTS=1`` or ``PYPC_DEBUG=1`` is set (a
+    mismatch is then an ``INTERNAL_ERROR`` naming the method and its
+    plugin); the test suite's client checks every result it receives.  A
+    handler that raises is an ``INTERNAL_ERROR`` naming the method and its
+    plugin; its traceback goes to the diagnostics ring (``debug.output.read``,
+    source ``rpc``) and, with ``PYPC_DEBUG=1``, to stderr.
 
     :return: a dict ``{"group.method": callable}``.  Two plugins returning
         the same method name is a start-up error naming both.

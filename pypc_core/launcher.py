@@ -118,6 +118,10 @@ def run(args):
     dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
     compile_core(sys.stderr)
     machine = Machine(config_from_args(args))
+    # a card's port handler that raises ends a run with one line naming the
+    # card and the guest's CS:IP (exit 2); an agent server (--serve) goes on
+    # serving, its client sees the fault stop
+    machine.raise_device_faults = not getattr(args, "serve", False)
     viewers = rpc = None
     try:
         check_machine(machine, args)

@@ -36,6 +36,23 @@ class MachineError(PypcError):
     """The machine cannot be built as configured (bad image, bad ROM...)."""
 
 
+class DeviceFault(MachineError):
+    """A device's port handler raised during a guest IN or OUT.
+
+    The run stops with ``Stop("fault")`` whose ``detail`` holds ``message``
+    (this error's text), ``device``, ``plugin``, ``port``, ``direction``
+    (``in``/``out``), ``width`` and the guest's ``cs``/``ip`` of the
+    instruction; the diagnostics ring gets the message as an ``error``
+    record (and with ``PYPC_DEBUG=1`` stderr the traceback).  A machine with
+    :attr:`Machine.raise_device_faults` raises this instead of returning
+    the stop (the ``pypc`` command does: one line, exit 2); the original
+    exception is ``__cause__``."""
+
+    def __init__(self, message, **detail):
+        super().__init__(message)
+        self.detail = dict(detail, message=message)
+
+
 @attrs.define
 class MachineConfig:
     plugins: list = attrs.Factory(lambda: ["cga", "fdc", "uart"])
@@ -83,6 +100,10 @@ class Machine:
         self._pause_requested = False
         self._resume_pc = None      # where the last breakpoint stop (exec or INT) left us
         self.last_stop = None
+        # a device's port handler that raises stops the run (Stop("fault"),
+        # a diagnostics record); True: raise the DeviceFault instead
+        self.raise_device_faults = False
+        self.device_fault = None        # the last DeviceFault, if any
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
         self.disks = {}
@@ -102,7 +123,7 @@ class Machine:
             self._build_plugins()
             self._load_firmware()
             self.reset()
-            self.plugin_manager.hook.pypc_machine_ready(machine=self)
+            self.plugin_manager.machine_ready(self)
         except BaseException:
             self.close()            # release the image locks at once
             raise
@@ -121,7 +142,7 @@ class Machine:
         on or decided for the user."""
         return self.diagnostics.add(level, message, source)
 
-    def _add(self, name, device, timed=False, feeds_timed=False, board=None):
+    def _add(self, name, device, timed=False, feeds_timed=False, board=None, plugin=None):
         """Attach ``device`` (a card to its ``board``, a motherboard chip to
         the machine).  ``timed``: it has events (``next_event``);
         ``feeds_timed``: its ports drive a timed device (the PPI gates the
@@ -129,12 +150,30 @@ class Machine:
         make the scheduler look at the deadlines again."""
         owners = set(self.ports.claims())
         self.devices[name] = device
-        device.attach(self if board is None else board)
+        if plugin is None:
+            device.attach(self if board is None else board)
+        else:
+            self._attach_card(plugin, device, board)
         if timed or feeds_timed:
             for owner in set(self.ports.claims()) - owners:
                 self.ports.mark_timing(owner)
         if timed:
             self.scheduler.add(device)
+
+    def _attach_card(self, plugin, device, board):
+        """A plugin's ``device.attach(board)``: a claim outside the
+        declaration or a collision stays the board's one-line error; any
+        other exception is the plugin's, named."""
+        from .bus.memory import MemoryMapError
+        from .bus.ports import PortConflictError
+        from .plugins import DEVICE_GROUP, PluginHookError
+        try:
+            device.attach(board)
+        except (PypcError, PortConflictError, MemoryMapError):
+            raise
+        except Exception as exc:
+            raise PluginHookError(plugin, DEVICE_GROUP, "Device.attach", exc,
+                                  where=f" ({type(device).__name__})") from exc
 
     def _set_intr(self, level):
         self.cpu.ctl[S.C_INTR] = 1 if level else 0
@@ -212,9 +251,10 @@ class Machine:
     def _build_plugins(self):
         pm = self.config.plugin_manager
         if pm is None:
-            from .plugins import PluginManager
+            from .plugins import DEFAULT_DEVICES, PluginManager, resolve_names
             pm = PluginManager()
-            pm.select(self.config.plugins)
+            pm.select(resolve_names(self.config.plugins,
+                                    () if self.config.bare else DEFAULT_DEVICES))
         self.plugin_manager = pm
         cfg = self.config
         # every declaration, the motherboard's first, in one ledger: two
@@ -236,10 +276,13 @@ class Machine:
                                    options=self.options, resources=self.resources,
                                    diagnostics=self.diagnostics)
         videos = []
-        for _plugin, device in pm.create_devices(self):
+        self.device_plugins = {}        # device name -> the plugin that made it
+        for plugin, device in pm.create_devices(self):
             board = self.backplane.board(device.declaration)
+            self.device_plugins[board.name] = plugin
             self._add(board.name, device, timed=device.next_event() is not None
-                      or type(device).advance is not Device.advance, board=board)
+                      or type(device).advance is not Device.advance, board=board,
+                      plugin=plugin)
             if CAP_VIDEO in device.declaration.capabilities:
                 videos.append(board.name)
                 self.video = device
@@ -312,6 +355,20 @@ class Machine:
     def has_device(self, name):
         return name in self.devices
 
+    def device(self, name):
+        """The device plugged in under ``name`` (a card's declaration name,
+        e.g. ``"cga"``, ``"uart"``, ``"postcard"``; or a motherboard chip:
+        ``"pic"``, ``"pit"``...), or None when there is none."""
+        return self.devices.get(name)
+
+    def devices_with(self, capability):
+        """``[(name, device)]`` of the cards whose declaration lists
+        ``capability`` (``"serial"``, ``"video"``, ``"post-codes"``...), in
+        the order they were plugged in."""
+        return [(name, dev) for name, dev in self.devices.items()
+                if capability in getattr(getattr(dev, "declaration", None),
+                                         "capabilities", ())]
+
     def close(self):
         if self._closed:
             return
@@ -323,10 +380,11 @@ class Machine:
                 pass
         pm = getattr(self, "plugin_manager", None)
         if pm is not None:
-            try:
-                pm.hook.pypc_machine_shutdown(machine=self)
-            except Exception:
-                pass
+            for error in pm.machine_shutdown(self):
+                self.note("error", str(error))
+                if os.environ.get("PYPC_DEBUG"):
+                    import traceback
+                    traceback.print_exception(error.__cause__ or error)
 
     def __enter__(self):
         return self
@@ -349,11 +407,16 @@ class Machine:
         self._set_intr(self.pic.intr_pending())
         self.scheduler.reset()
 
-    # Each cpu.run covers at most this many cycles (about 27 ms of emulated
-    # time, a fraction of a millisecond of host time in turbo), so a pause
-    # request, Ctrl-C or a queued RPC request is seen promptly whatever the
-    # guest does; the exit costs well under 1 % at that spacing.
+    # Each cpu.run covers at most this many cycles, so a pause request,
+    # Ctrl-C or a queued RPC request is seen promptly whatever the guest
+    # does.  Paced runs slice finely (about 27 ms of emulated time: pacing
+    # sleeps between slices, so this is also how smoothly time flows for a
+    # person watching); unpaced (turbo) runs take 8 times that, still well
+    # under a millisecond of host time for a busy guest, because every slice
+    # end wakes a halted CPU and costs an exit.  Slices never change what
+    # the guest sees.
     SLICE_CYCLES = 1 << 17
+    TURBO_SLICE_CYCLES = 1 << 20
 
     def _service_exit(self, reason):
         """Answer an exit that Python completes (port I/O, interrupt
@@ -362,10 +425,17 @@ class Machine:
         cpu = self.cpu
         ctl = cpu.ctl
         if reason == S.EXIT_IO_OUT:
-            self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
-                             int(ctl[S.C_EXIT_WIDTH]))
+            try:
+                self.ports.write(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_VALUE]),
+                                 int(ctl[S.C_EXIT_WIDTH]))
+            except Exception as exc:
+                raise self._port_fault(exc, "out") from exc
         elif reason == S.EXIT_IO_IN:
-            cpu.answer_in(self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])))
+            try:
+                value = self.ports.read(int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH]))
+            except Exception as exc:
+                raise self._port_fault(exc, "in") from exc
+            cpu.answer_in(value)
         elif reason == S.EXIT_IRQ:
             # (the PIC marks the CPU-answered ports stale itself)
             if self.pic.intr_pending():
@@ -387,6 +457,50 @@ class Machine:
             return False
         return True
 
+    def _port_fault(self, exc, direction):
+        """The :class:`DeviceFault` for ``exc``, raised by the handler of the
+        port of the pending IN or OUT exit.  An OUT exits after it executed,
+        so the instruction's address is found back from its encoding (E6/E7
+        ib, or EE/EF with DX); an IN has not executed (CS:IP is the IN)."""
+        ctl, regs, mem = self.cpu.ctl, self.cpu.regs, self.memory.mem
+        port, width = int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        at = "at"
+        if direction == "out":
+            def byte(offset):
+                return int(mem[((cs << 4) + ((ip - offset) & 0xFFFF)) & 0xFFFFF])
+            wide = width == 2
+            if byte(2) == (0xE7 if wide else 0xE6) and byte(1) == port:
+                ip = (ip - 2) & 0xFFFF
+            elif byte(1) == (0xEF if wide else 0xEE) and int(regs[S.DX]) == port:
+                ip = (ip - 1) & 0xFFFF
+            else:
+                at = "just before"      # the code changed under the OUT
+        owner = self.ports.owner(port) or self.ports.owner(port + 1) or "?"
+        plugin = getattr(self, "device_plugins", {}).get(owner)
+        who = f"device {owner!r}" if plugin is None else (
+            f"plugin {plugin!r}" + ("" if owner == plugin else f" (card {owner})"))
+        access = f"{direction.upper()} {port:04X}h"
+        if direction == "out":
+            value = int(ctl[S.C_EXIT_VALUE]) & (0xFFFF if width == 2 else 0xFF)
+            access += f" ({value:0{2 * width}X}h)"
+        message = (f"{who} failed in its port handler on the guest's {access} {at} "
+                   f"{cs:04X}:{ip:04X}: {type(exc).__name__}: {exc}")
+        return DeviceFault(" ".join(message.split()), device=owner, plugin=plugin,
+                           port=port, direction=direction, width=width, cs=cs, ip=ip)
+
+    def _device_fault(self, fault):
+        """Stop on a :class:`DeviceFault` (or raise it: see
+        :attr:`raise_device_faults`)."""
+        self.device_fault = fault
+        self.note("error", f"fault stop: {fault}")
+        if self.raise_device_faults:
+            raise fault                 # (its catcher prints the traceback)
+        if os.environ.get("PYPC_DEBUG"):
+            import traceback
+            traceback.print_exception(fault.__cause__ or fault)
+        return self._stop("fault", detail=dict(fault.detail))
+
     # -- the one run loop --------------------------------------------------------
     def _stop(self, kind, **fields):
         r = self.cpu.regs
@@ -404,11 +518,17 @@ class Machine:
         ctl = cpu.ctl
         if reason == S.EXIT_IO_IN or reason == S.EXIT_IO_OUT:
             if not self.breakpoints.io_armed:
-                self._service_exit(reason)
+                try:
+                    self._service_exit(reason)
+                except DeviceFault as fault:
+                    return self._device_fault(fault)
                 return None
             port, width = int(ctl[S.C_EXIT_PORT]), int(ctl[S.C_EXIT_WIDTH])
             cs, ip = int(cpu.regs[S.CS]), int(cpu.regs[S.IP])
-            self._service_exit(reason)
+            try:
+                self._service_exit(reason)
+            except DeviceFault as fault:
+                return self._device_fault(fault)
             if reason == S.EXIT_IO_IN:
                 value, direction = int(ctl[S.C_IO_VALUE]), "read"
             else:
@@ -569,30 +689,56 @@ class Machine:
         sched = self.scheduler
         self._arm_resume()
         pc_before = cpu.pc
-        slice_cycles = self.SLICE_CYCLES
+        slice_cycles = self.SLICE_CYCLES if sched.speed else self.TURBO_SLICE_CYCLES
         # (an IN that Python answered finishes first: stops fall on
         # instruction boundaries)
         answered_in = ctl[S.C_IO_READY] != 0
+        # Local names for what every exit uses: this loop is the price of an
+        # exit (benchmarked by ``bench system``'s machine exit figure).
+        run_core = cpu.run
+        next_stop = sched.next_stop
+        memory = self.memory
+        ports = self.ports
+        breakpoints = self.breakpoints
+        EXIT_BUDGET, EXIT_IO_OUT, EXIT_IO_IN = S.EXIT_BUDGET, S.EXIT_IO_OUT, S.EXIT_IO_IN
+        C_CYCLES, C_EXIT_PORT, C_EXIT_VALUE, C_EXIT_WIDTH = (
+            S.C_CYCLES, S.C_EXIT_PORT, S.C_EXIT_VALUE, S.C_EXIT_WIDTH)
         try:
             while True:
-                now = int(ctl[S.C_CYCLES])
+                now = int(ctl[C_CYCLES])
                 if not answered_in:
                     if self._pause_requested:
                         self._pause_requested = False
                         return self._stop("pause")
                     if now >= target:
                         return self._stop("budget")
-                reason = cpu.run(sched.next_stop(min(target, now + slice_cycles)))
-                if self.memory.handler_error is not None:
-                    raise self.memory.take_handler_error()
-                if reason == S.EXIT_BUDGET:
+                end = now + slice_cycles
+                if end > target:
+                    end = target
+                reason = run_core(next_stop(end, now))
+                if memory.handler_error is not None:
+                    raise memory.take_handler_error()
+                if reason == EXIT_BUDGET:
                     answered_in = False
-                    sched.pace()
+                    if sched.speed:
+                        sched.pace()
+                    continue
+                if reason == EXIT_IO_OUT and not breakpoints.io_armed:
+                    # the commonest exit, answered here as _service_exit
+                    # does, without the two calls through _handle_exit
+                    try:                # (free unless a card's handler raises)
+                        ports.write(int(ctl[C_EXIT_PORT]), int(ctl[C_EXIT_VALUE]),
+                                    int(ctl[C_EXIT_WIDTH]))
+                    except Exception as exc:
+                        fault = self._port_fault(exc, "out")
+                        fault.__cause__ = exc
+                        return self._device_fault(fault)
+                    answered_in = False
                     continue
                 stop = self._handle_exit(reason)
                 if stop is not None:
                     return stop
-                answered_in = reason == S.EXIT_IO_IN
+                answered_in = reason == EXIT_IO_IN
                 if reason == S.EXIT_HALT:
                     sched.pace()
         finally:

@@ -7,18 +7,29 @@ named by an entry point of an installed distribution:
   ``--plugins a,b`` (:meth:`PluginManager.select`) are imported and
   registered; the rest are merely listed.
 * group ``pypc.rpc_methods``: JSON-RPC method groups.  All of them are
-  registered by :meth:`PluginManager.register_rpc_methods`.
+  registered by :meth:`PluginManager.register_rpc_methods`, except those
+  turned off with :meth:`PluginManager.disable_rpc_methods`
+  (``pypc run --rpc-methods -NAME``).
+
+A selection is either a list (``"cga,vga"``: exactly these) or changes to
+the defaults (``"+postcard,-uart"``: the defaults plus ``postcard``, without
+``uart``): :func:`resolve_names`.
+
+A plugin that raises in a hook is named: the exception becomes a
+:class:`PluginHookError` (``plugin 'x' failed in hook pypc_device_create:
+ValueError: ...``) chained to the original, whose traceback ``PYPC_DEBUG=1``
+prints.
 
 Nothing is special-cased: a name that is not an entry point does not exist.
 
 Typical use by the machine::
 
     pm = PluginManager()                       # discovers entry points
-    pm.select("cga,mydev")                     # UnknownPluginError if unknown
+    pm.select(resolve_names("+mydev", DEFAULT_DEVICES))   # UnknownPluginError if unknown
     pm.add_cli_options(parser)                 # pypc_cli_add_options
     for name, device in pm.create_devices(machine):   # pypc_device_create
-        device.attach(machine)
-    pm.hook.pypc_machine_ready(machine=machine)
+        device.attach(machine.backplane.board(device.declaration))
+    pm.machine_ready(machine)                  # pypc_machine_ready
 
 ``PYPC_TRACE_PLUGINS=1`` in the environment writes every registration and
 hook call (with its arguments and results) to stderr, using pluggy's
@@ -39,6 +50,8 @@ from .device import Device, DeviceDeclaration
 from .errors import PypcError
 
 DEVICE_GROUP = "pypc.devices"
+#: the device plugins of a default machine (``pypc run`` without --plugins)
+DEFAULT_DEVICES = ("cga", "fdc", "uart")
 RPC_GROUP = "pypc.rpc_methods"
 GROUPS = (DEVICE_GROUP, RPC_GROUP)
 TRACE_ENV = "PYPC_TRACE_PLUGINS"
@@ -56,6 +69,27 @@ class UnknownPluginError(PluginError):
 
 class PluginLoadError(PluginError):
     """A plugin's module failed to import, or its hooks are malformed."""
+
+
+class PluginHookError(PluginError):
+    """A plugin raised in one of its hooks (or in ``Device.attach``).
+
+    ``plugin`` is its entry-point name, ``group`` its entry-point group,
+    ``hook`` the hook (``pypc_device_create``...) or ``Device.attach``; the
+    original exception is ``__cause__`` (``PYPC_DEBUG=1`` prints its
+    traceback)."""
+
+    def __init__(self, plugin, group, hook, exc, where=""):
+        self.plugin, self.group, self.hook = plugin, group, hook
+        hint = ""
+        if group == RPC_GROUP:
+            hint = f" (turn the group off with --rpc-methods -{plugin})"
+        super().__init__(f"plugin {plugin!r} failed in {_hook_words(hook)}{where}: "
+                         f"{type(exc).__name__}: {exc}{hint}")
+
+
+def _hook_words(hook):
+    return hook if not hook.startswith(_HOOK_PREFIX) else f"hook {hook}"
 
 
 @attrs.define
@@ -88,6 +122,14 @@ class PluginInfo:
     error: str = None
     attached: list = attrs.Factory(list)       # what each device claimed on a board
     attach_error: str = None                   # why it could not be attached alone
+    methods: list = attrs.Factory(list)        # RPC methods (pypc_rpc_methods)
+    states: dict = attrs.Factory(dict)         # device name -> get_state() after reset()
+    state_error: str = None                    # why reset() or get_state() failed
+
+    def state_dict(self):
+        """``{"states": {device: state}, "state_error": ...}`` (``pypc
+        plugins NAME --json``)."""
+        return {"states": dict(self.states), "state_error": self.state_error}
 
     def claims(self):
         return " | ".join(d.describe() or "-" for d in self.declarations)
@@ -105,6 +147,7 @@ class PluginInfo:
                 for d in self.declarations],
             "attached": list(self.attached),
             "attach_error": self.attach_error,
+            "methods": list(self.methods),
             "hooks": list(self.hooks),
             "error": self.error,
         }
@@ -156,6 +199,55 @@ def discover(groups=GROUPS):
     return found
 
 
+def resolve_names(spec, defaults, kind="device plugin", available=None):
+    """The plugin names a selection ``spec`` stands for.
+
+    ``spec`` is a list of names (``"cga,vga"``: exactly these) or a list of
+    changes to ``defaults``, every item signed: ``+NAME`` adds a plugin,
+    ``-NAME`` removes one (``"+postcard,-uart"``).  A list or tuple of
+    names is taken the same way.  Nonsense is a :class:`PluginError` with
+    one line: a list mixing names and changes, ``+NAME`` of a default,
+    ``-NAME`` of a plugin that is not a default, an empty name, a name given
+    twice.  ``available`` (the installed names, optional) makes ``-NAME`` of
+    an unknown plugin an :class:`UnknownPluginError` suggesting the closest.
+
+    :return: the list of names, defaults first in their order.
+    """
+    items = parse_names(spec)
+    signed = [i for i in items if i[:1] in "+-"]
+    if not signed:
+        return items
+    shown = spec if isinstance(spec, str) else ",".join(spec)
+    if len(signed) != len(items):
+        raise PluginError(
+            f"{kind}s {shown!r}: give either the plugins (e.g. cga,fdc) or changes "
+            f"to the defaults ({','.join(defaults) or 'none'}), each signed "
+            f"(e.g. +postcard,-uart), not both")
+    out = list(defaults)
+    seen = set()
+    for item in items:
+        sign, name = item[0], item[1:].strip()
+        if not name:
+            raise PluginError(f"{kind}s {shown!r}: {item!r} names no plugin")
+        if name in seen:
+            raise PluginError(f"{kind}s {shown!r}: {name!r} is named twice")
+        seen.add(name)
+        if sign == "+":
+            if name in defaults:
+                raise PluginError(f"{kind}s {shown!r}: {name!r} is already a default "
+                                  f"({','.join(defaults)})")
+            out.append(name)
+        else:
+            if name not in defaults:
+                if available is not None and name not in available:
+                    group = RPC_GROUP if kind.startswith("RPC") else DEVICE_GROUP
+                    raise UnknownPluginError(_unknown_message(name, group, available))
+                raise PluginError(f"{kind}s {shown!r}: cannot remove {name!r}: it is not "
+                                  f"a default ({','.join(defaults) or 'there are none'})")
+            out.remove(name)
+    return out
+
+
 def parse_names(names):
     """``"a, b,,c"`` or ``["a", "b"]`` -> ``["a", "b", ...]`` (order kept,
     empty names skipped).  A name given twice is a :class:`PluginError`."""
@@ -186,6 +278,9 @@ class PluginManager:
         self.hook = self.pm.hook
         self.sources = discover()
         self.selected = []            # device plugin names, in selection order
+        self.disabled_rpc = []        # RPC method groups turned off by name
+        self.rpc_method_owners = {}   # method -> plugin key, from rpc_methods()
+        self._rpc_table = None        # (plugin keys, rpc_methods()) once computed
         self._modules = {}            # PluginSource.key -> module
         if trace is None:
             trace = os.environ.get(TRACE_ENV, "") not in ("", "0")
@@ -219,10 +314,12 @@ class PluginManager:
             try:
                 module = src.entry_point.load()
             except Exception as exc:   # any import-time failure of a plugin
+                hint = (f" (turn the group off with --rpc-methods -{name})"
+                        if group == RPC_GROUP else "")
                 raise PluginLoadError(
                     f"{_KIND[group]} plugin {name!r} ({src.value}, from "
                     f"{src.distribution} {src.version}) failed to load: "
-                    f"{type(exc).__name__}: {exc}") from exc
+                    f"{type(exc).__name__}: {exc}{hint}") from exc
             self._modules[src.key] = module
         return module
 
@@ -281,17 +378,46 @@ class PluginManager:
         module = self.load(name, DEVICE_GROUP)
         scratch = _new_pluggy()
         scratch.register(module, name=src.key)
-        for result in scratch.hook.pypc_device_declare():
+        try:
+            results = scratch.hook.pypc_device_declare()
+        except PypcError:
+            raise
+        except Exception as exc:
+            raise PluginHookError(name, DEVICE_GROUP, "pypc_device_declare", exc) from exc
+        for result in results:
             if any(capability in d.capabilities for d in _as_list(result)):
                 return True
         return False
 
+    def disable_rpc_methods(self, spec):
+        """Turn RPC method groups off (or keep only some): ``spec`` as in
+        :func:`resolve_names`, the defaults being every installed group --
+        ``"-video_history,-dos_trace"`` drops those two, ``"agent,memory"``
+        keeps only those.  Unknown names raise :class:`UnknownPluginError`;
+        a group already registered cannot be turned off.
+
+        :return: the names of the groups that stay on.
+        """
+        installed = self.available(RPC_GROUP)
+        keep = resolve_names(spec, installed, kind="RPC method group",
+                             available=installed)
+        for name in keep:
+            self.source(name, RPC_GROUP)
+        off = [n for n in installed if n not in keep]
+        for name in off:
+            if self.pm.get_plugin(self.sources[RPC_GROUP][name].key) is not None:
+                raise PluginError(f"RPC method group {name!r} is already registered; "
+                                  f"turn groups off before the server starts")
+        self.disabled_rpc = off
+        return keep
+
     def register_rpc_methods(self):
-        """Register every plugin of the ``pypc.rpc_methods`` group.
+        """Register every plugin of the ``pypc.rpc_methods`` group but the
+        ones turned off (:meth:`disable_rpc_methods`).
 
         :return: their names.
         """
-        names = self.available(RPC_GROUP)
+        names = [n for n in self.available(RPC_GROUP) if n not in self.disabled_rpc]
         for name in names:
             self._register(self.sources[RPC_GROUP][name], self.load(name, RPC_GROUP))
         return names
@@ -311,9 +437,24 @@ class PluginManager:
             caller = self.pm.subset_hook_caller(hook_name, remove_plugins=others)
             if not caller.get_hookimpls():
                 continue
-            for result in caller(**kwargs):
+            try:
+                results = caller(**kwargs)
+            except PypcError:
+                raise                   # a user error the plugin words itself
+            except Exception as exc:    # a plugin's bug: name it
+                raise self.hook_error(key, hook_name, exc) from exc
+            for result in results:
                 out.append((key, result))
         return out
+
+    def hook_error(self, key, hook_name, exc):
+        """The :class:`PluginHookError` for plugin ``key`` (a registration
+        name, ``group:name``) failing in ``hook_name`` with ``exc``."""
+        group, _, name = key.rpartition(":")
+        return PluginHookError(name, group, hook_name, exc)
+
+    def _all_keys(self):
+        return [self.pm.get_name(p) for p in self.pm.get_plugins()]
 
     def _device_keys(self):
         return [self.sources[DEVICE_GROUP][n].key for n in self.selected]
@@ -365,18 +506,49 @@ class PluginManager:
                              options=getattr(machine, "options", None))
 
     def add_cli_options(self, parser):
-        """Let the registered plugins add their options (``pypc_cli_add_options``)."""
-        self.hook.pypc_cli_add_options(parser=parser)
+        """Let the registered plugins add their options (``pypc_cli_add_options``),
+        each plugin in turn, so one that fails is named."""
+        self._call_each("pypc_cli_add_options", sorted(self._all_keys()), parser=parser)
+
+    def machine_ready(self, machine):
+        """``pypc_machine_ready`` of every registered plugin, in turn (one
+        that raises is a :class:`PluginHookError` naming it)."""
+        self._call_each("pypc_machine_ready", sorted(self._all_keys()), machine=machine)
+
+    def machine_shutdown(self, machine):
+        """``pypc_machine_shutdown`` of every registered plugin; all of them
+        run even if one fails.
+
+        :return: the error of each plugin that raised (a
+            :class:`PluginHookError`, or the plugin's own ``PypcError``).
+        """
+        errors = []
+        for key in sorted(self._all_keys()):
+            try:
+                self._call_each("pypc_machine_shutdown", [key], machine=machine)
+            except PypcError as exc:
+                errors.append(exc)
+        return errors
 
     def rpc_methods(self):
-        """Merge ``pypc_rpc_methods`` of every registered plugin.
+        """Merge ``pypc_rpc_methods`` of every registered plugin (computed
+        once for a set of registered plugins: later calls return that table,
+        so the hook runs once even though ``pypc run`` checks the methods
+        before the server starts).
 
         :return: ``{method_name: callable}``; a method offered by two plugins
-            raises :class:`PluginError` naming both.
+            raises :class:`PluginError` naming both.  :attr:`rpc_method_owners`
+            maps each method to the plugin (``group:name``) that offers it.
         """
+        keys = sorted(self._all_keys())
+        if self._rpc_table is not None and self._rpc_table[0] == keys:
+            return dict(self._rpc_table[1])
         methods, owners = {}, {}
-        keys = [self.pm.get_name(p) for p in self.pm.get_plugins()]
-        for key, result in self._call_each("pypc_rpc_methods", sorted(keys)):
+        for key, result in self._call_each("pypc_rpc_methods", keys):
+            if result is not None and not isinstance(result, dict):
+                raise PluginError(f"plugin {key.rpartition(':')[2]!r}: pypc_rpc_methods "
+                                  f"returned {type(result).__name__}, not a dict "
+                                  f"{{method: callable}}")
             for method, fn in (result or {}).items():
                 if method in methods:
                     raise PluginError(
@@ -385,20 +557,38 @@ class PluginManager:
                 if not callable(fn):
                     raise PluginError(f"{key}: RPC method {method!r} is not callable")
                 methods[method], owners[method] = fn, key
-        return methods
+        self._rpc_table, self.rpc_method_owners = (keys, methods), owners
+        return dict(methods)
+
+    def owner_of(self, method):
+        """The plugin offering RPC ``method``, as ``(kind, name)`` --
+        e.g. ``("RPC method group", "video")`` -- or None if unknown."""
+        key = self.rpc_method_owners.get(method)
+        if key is None:
+            return None
+        group, _, name = key.rpartition(":")
+        return _KIND.get(group, "plugin"), name
 
     # -- introspection (``pypc plugins``) --------------------------------------
-    def describe(self):
-        """Information on every discovered plugin of every group.
+    def describe(self, names=None, states=False):
+        """Information on every discovered plugin of every group (or only
+        those called ``names``).
 
         Imports each plugin module and asks device plugins for their
         declarations, in a scratch pluggy manager: nothing is registered
-        here and no machine is built.  A plugin that fails to load is
-        reported in ``PluginInfo.error`` instead of raising.
+        here and no machine is built.  Each device plugin's devices are
+        built and attached to a scratch board (``PluginInfo.attached``, or
+        ``attach_error``); with ``states`` each is also reset and its
+        ``get_state()`` kept (``PluginInfo.states``).  A plugin implementing
+        ``pypc_rpc_methods`` lists its methods.  A plugin that fails to load
+        or raises in a hook is reported in ``PluginInfo.error`` instead of
+        raising.
         """
         infos = []
         for group in GROUPS:
             for name in self.available(group):
+                if names is not None and name not in names:
+                    continue
                 src = self.sources[group][name]
                 info = PluginInfo(name=name, group=group, module=src.value,
                                   distribution=src.distribution, version=src.version)
@@ -411,12 +601,24 @@ class PluginManager:
                     info.hooks = sorted(
                         h.name for h in scratch.get_hookcallers(module) or [])
                     if group == DEVICE_GROUP:
-                        for result in scratch.hook.pypc_device_declare():
+                        try:
+                            results = scratch.hook.pypc_device_declare()
+                        except Exception as exc:
+                            raise PluginHookError(name, group, "pypc_device_declare",
+                                                  exc) from exc
+                        for result in results:
                             info.declarations.extend(_as_list(result))
                         if "pypc_device_create" not in info.hooks:
                             info.error = "does not implement pypc_device_create"
                         else:
-                            _attach_alone(scratch, info)
+                            _attach_alone(scratch, info, states)
+                    if "pypc_rpc_methods" in info.hooks:
+                        try:
+                            tables = scratch.hook.pypc_rpc_methods()
+                        except Exception as exc:
+                            raise PluginHookError(name, group, "pypc_rpc_methods",
+                                                  exc) from exc
+                        info.methods = sorted(m for t in tables for m in (t or {}))
                 except Exception as exc:
                     info.error = str(exc) if isinstance(exc, PluginError) else (
                         f"{type(exc).__name__}: {exc}")
@@ -426,7 +628,7 @@ class PluginManager:
 _KIND = {DEVICE_GROUP: "device", RPC_GROUP: "RPC method group"}
 
 
-def _attach_alone(scratch, info):
+def _attach_alone(scratch, info, states=False):
     """Build the plugin's devices without a machine (``machine=None``,
     default options) and attach each to a board of a scratch backplane, to
     show what it really claims (ports, memory windows and their kinds, the
@@ -434,16 +636,29 @@ def _attach_alone(scratch, info):
     from .board import Backplane
     from .bus import MemoryMap
     from .chipset import Dma8237, Pic8259
+    memory = MemoryMap()
+    bp = Backplane(memory=memory, pic=Pic8259(), dma=Dma8237(memory=memory))
     try:
-        memory = MemoryMap()
-        bp = Backplane(memory=memory, pic=Pic8259(), dma=Dma8237(memory=memory))
-        for result in scratch.hook.pypc_device_create(machine=None, options=None):
-            for device in _as_list(result):
+        results = scratch.hook.pypc_device_create(machine=None, options=None)
+    except Exception as exc:
+        info.attach_error = f"pypc_device_create: {type(exc).__name__}: {exc}"
+        return
+    for result in results:
+        for device in _as_list(result):
+            try:
                 board = bp.board(device.declaration)
                 device.attach(board)
-                info.attached.append(f"{board.name}: {board.describe_claims() or '-'}")
-    except Exception as exc:      # a device that needs a whole machine to attach
-        info.attach_error = f"{type(exc).__name__}: {exc}"
+            except Exception as exc:   # a device that needs a whole machine to attach
+                info.attach_error = f"{type(exc).__name__}: {exc}"
+                return
+            info.attached.append(f"{board.name}: {board.describe_claims() or '-'}")
+            if not states:
+                continue
+            try:
+                device.reset()
+                info.states[board.name] = device.get_state()
+            except Exception as exc:
+                info.state_error = f"reset/get_state: {type(exc).__name__}: {exc}"
 
 
 def _as_list(result):

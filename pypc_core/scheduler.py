@@ -36,14 +36,16 @@ class Scheduler:
         self.ports.timing_dirty = True
         self._due = None
 
-    def next_stop(self, limit):
+    def next_stop(self, limit, now=None):
         """Catch devices up if their time has come and return the cycle the
         CPU may run to: ``limit`` or the first device event.  The device
         deadline is cached until a device is advanced or a timing-relevant
         port is touched, so exits that only talk to other devices (video
-        registers, EOIs) skip the scan."""
+        registers, EOIs) skip the scan.  ``now`` is the current cycle if the
+        caller has it at hand."""
         ports = self.ports
-        now = self.clock()
+        if now is None:
+            now = self.clock()
         due = self._due
         if due is None or now >= due or ports.timing_dirty:
             due = self._due = self._catch_up(now)
@@ -62,7 +64,7 @@ class Scheduler:
             ev = dev.next_event()
             if ev is not None and ev <= now:
                 dev.advance(now)
-                self.ports.dirty = True
+                self.ports.mark_all_dirty()
                 ev = dev.next_event()
             if ev is not None and ev < due:
                 due = ev

@@ -32,8 +32,17 @@ def doc_files():
     text = DOC.read_text()
     blocks = re.findall(r"<!-- file: (\S+) -->\n```\w*\n(.*?)\n```", text, re.S)
     files = {path: body + "\n" for path, body in blocks}
-    assert set(files) == {"pyproject.toml", "pypc_postcard/__init__.py"}, files.keys()
+    assert set(files) == {"pyproject.toml", "pypc_postcard/__init__.py",
+                          "pypc_postcard/rpc.py"}, files.keys()
     return files
+
+
+def doc_example(name):
+    """The code of the ``<!-- example: NAME -->`` block of docs/plugins.md."""
+    text = DOC.read_text()
+    found = re.search(rf"<!-- example: {name} -->\n```\w*\n(.*?)\n```", text, re.S)
+    assert found, name
+    return found.group(1) + "\n"
 
 
 def write_dist(root, dist, version, entry_points, files):
@@ -257,8 +266,8 @@ def test_cli_plugins_table(tmp_path):
     proc = run_pypc("plugins", cwd=tmp_path,
                     env={**os.environ, "COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr
-    for word in ("name", "version", "distribution", "claims", "hooks", "cga",
-                 "pypc.devices"):
+    for word in ("name", "from", "claims", "hooks", "methods", "cga", f"pypc {importlib.metadata.version('pypc')}",
+                 "pypc.devices", "pypc.rpc_methods", "memory.read"):
         assert word in proc.stdout
 
 
@@ -293,13 +302,24 @@ def test_docs_example_installs_and_runs(tmp_path):
 
     listing = run_pypc("plugins", "--json", cwd=tmp_path, env=env)
     assert listing.returncode == 0, listing.stderr
-    card, = [p for p in json.loads(listing.stdout) if p["name"] == "postcard"]
+    card, = [p for p in json.loads(listing.stdout)
+             if p["name"] == "postcard" and p["group"] == DEVICE_GROUP]
     assert card["distribution"] == "pypc-postcard" and card["version"] == "1.0"
     assert card["claims"][0]["ports"] == [0x80]
 
-    helptext = run_pypc("run", "--plugins", "postcard", "--help", cwd=tmp_path, env=env)
+    group, = [p for p in json.loads(listing.stdout)
+              if p["name"] == "postcard" and p["group"] == "pypc.rpc_methods"]
+    assert group["methods"] == ["postcard.read"] and group["error"] is None
+
+    helptext = run_pypc("run", "--plugins", "+postcard", "--help", cwd=tmp_path, env=env)
     assert helptext.returncode == 0, helptext.stderr
     assert "--postcard-log" in helptext.stdout
+
+    # the machine example of the page, as a script
+    proc = subprocess.run([sys.executable, "-c", doc_example("machine")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["halt", "[60]"]
 
     script = (
         "from pypc_core.board import Backplane\n"

@@ -93,3 +93,48 @@ def test_a_method_without_a_schema_stops_the_server_starting(tmp_path, monkeypat
             RpcServer(Controller(m), collect_methods(m.plugin_manager), 0)
     finally:
         m.close()
+
+
+def test_the_docs_method_group_reaches_its_card(tmp_path, monkeypatch):
+    """docs/plugins.md's POST card and its method group postcard.read, from
+    the page, installed with both entry points: the group finds the card
+    through Machine.device, and says DEVICE_ABSENT without it."""
+    import sys
+    from test_plugins import doc_files
+    for path, text in doc_files().items():
+        if path.endswith(".py"):
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_text(text)
+    info = tmp_path / "pypc_postcard-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pypc_postcard\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[pypc.devices]\npostcard = pypc_postcard\n"
+        "[pypc.rpc_methods]\npostcard = pypc_postcard.rpc\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        fx = RpcFixture(plugins="cga,postcard")
+        try:
+            c = fx.client()
+            assert c.call("postcard.read")["codes"] == []
+            c.call("execution.pause")
+            for code in (0x3C, 0x55, 0xAA):
+                c.call("io.write", {"port": 0x80, "value": code})
+            out = c.call("postcard.read", {"limit": 2})
+            assert (out["last"], out["codes"]) == (0xAA, [0x55, 0xAA])
+            assert out["state_revision"] == c.call("state.get_registers")["state_revision"]
+            assert c.error("postcard.read", {"limit": 0})["code"] == -32602
+            doc = c.call("rpc.discover")
+            entry, = [m for m in doc["methods"] if m["name"] == "postcard.read"]
+            assert entry["summary"].startswith("The POST codes the card latched")
+        finally:
+            fx.close()
+        fx = RpcFixture(plugins=["cga"])
+        try:
+            err = fx.client().error("postcard.read")
+            assert err["data"]["reason"] == "DEVICE_ABSENT" and "+postcard" in err["message"]
+        finally:
+            fx.close()
+    finally:
+        for name in [m for m in sys.modules if m.startswith("pypc_postcard")]:
+            del sys.modules[name]

@@ -43,6 +43,9 @@ class PortMap:
         self._dirty_owners = set()      # owners whose peeked ports may be stale
         self._timing_owners = set()
         self._all_dirty = False
+        # True while some ports the CPU answers may be stale (``refresh``): a
+        # plain attribute, read by the scheduler at every exit
+        self.dirty = False
         self.timing_dirty = False       # a device with timed events may have changed
         self.fast_reads = True          # False: every claimed port exits to Python
         self._publishers = []
@@ -81,22 +84,17 @@ class PortMap:
             self._peek_owners.add(owner)
             self.refresh()
 
-    @property
-    def dirty(self):
-        """True while some ports the CPU answers may be stale (``refresh``).
-        Setting it marks every peeked port stale."""
-        return self._all_dirty or bool(self._dirty_owners)
-
-    @dirty.setter
-    def dirty(self, value):
-        self._all_dirty = bool(value)
-        if not value:
-            self._dirty_owners.clear()
+    def mark_all_dirty(self):
+        """Every peeked port may be stale (a device changed in a way the map
+        cannot attribute to one owner)."""
+        self._all_dirty = True
+        self.dirty = True
 
     def mark_dirty(self, owner):
         """The peeked ports of ``owner`` only may be stale."""
         if owner in self._peek_owners:
             self._dirty_owners.add(owner)
+            self.dirty = True
 
     def mark_timing(self, owner):
         """Accesses to ``owner``'s ports can move a device event (the PIT,
@@ -148,6 +146,7 @@ class PortMap:
                     io[port] = v & 0xFF
         self._all_dirty = False
         self._dirty_owners.clear()
+        self.dirty = False
 
     # -- fast paths ----------------------------------------------------------
     def _block(self, owner, port, words):
@@ -233,6 +232,7 @@ class PortMap:
         owner = self._owner[port]
         if owner in self._peek_owners:
             self._dirty_owners.add(owner)
+            self.dirty = True
         if owner in self._timing_owners:
             self.timing_dirty = True
         return int(handler(port)) & 0xFF
@@ -247,6 +247,7 @@ class PortMap:
             owner = self._owner[port]
             if owner in self._peek_owners:
                 self._dirty_owners.add(owner)
+                self.dirty = True
             if owner in self._timing_owners:
                 self.timing_dirty = True
             handler(port, value & 0xFF)

@@ -123,7 +123,8 @@ class Pic8259(Device):
 
     def _update(self):
         if self._portmap is not None:
-            self._portmap.dirty = True      # IRR/ISR/IMR may have changed
+            # IRR/ISR/IMR may have changed: only the PIC's own reads follow them
+            self._portmap.mark_dirty(self.name)
         level = self._resolve() is not None
         if level != self.intr:
             self.intr = level

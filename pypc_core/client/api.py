@@ -120,8 +120,8 @@ class DebugMethods(_Group):
         following records were dropped is CURSOR_EXPIRED (never a silent restart); one
         beyond the last record is INVALID_PARAMS. limit 1..1024 (default 256). min_level
         keeps records of that level and above (debug < info < warning < error); sources
-        keeps records of those sources (machine, bios, dos, guest or a card's name; at
-        most 16). The ring keeps the last 4096 records; dropped_record_count (=
+        keeps records of those sources (machine, bios, dos, guest, rpc or a card's name;
+        at most 16). The ring keeps the last 4096 records; dropped_record_count (=
         first_available_sequence - 1) counts those no longer retained, overwritten or of
         a machine session.start replaced. timestamp is emulated time in ns (clock x 10^9
         / 4,770,000), clock the emulated CPU cycle."""

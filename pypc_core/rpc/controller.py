@@ -22,9 +22,11 @@ through the RPC (register/memory/port writes, port reads, input batches).
 
 import collections
 import json
+import os
 import queue
 import threading
 import time
+import traceback
 
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
@@ -41,6 +43,10 @@ NEEDS_LIVE_TARGET = ("execution.continue", "execution.go", "execution.step",
                      "execution.run_until", "state.", "memory.", "io.", "input.keyboard",
                      "keyboard.", "input.joystick", "breakpoints.create", "trace.start",
                      "hardware.trace.start", "dos.memory_map")
+#: set (not "0"), the dispatcher checks every result against its method's
+#: schema before replying (PYPC_DEBUG=1 turns it on too); a result that does
+#: not match is an INTERNAL_ERROR naming the method and its plugin
+VALIDATE_ENV = "PYPC_VALIDATE_RESULTS"
 PAUSED_POLL_S = 0.05            # a paused loop returns this often to its caller
 TURBO_SLICE_S = 0.001           # host time per running slice (unpaced)
 MIN_SLICE = CPU_HZ // 20000     # cycles
@@ -136,6 +142,7 @@ class Controller:
         self.method_names = []
         self.session = None             # the program session.start started (rpc_methods.session)
         self.request_ids = collections.OrderedDict()   # request_id -> (payload, result)
+        self.validate_results = validating_results()    # check results against schemas
 
     # ------------------------------------------------------------------
     # state the method groups share
@@ -292,10 +299,7 @@ class Controller:
             self._reply_error(req, exc.to_json())
             return
         except Exception as exc:       # a bug in a handler: report it, keep serving
-            self._reply_error(req, {"code": INTERNAL_ERROR,
-                                    "message": f"{req.method} failed: "
-                                               f"{type(exc).__name__}: {exc}",
-                                    "data": {"reason": "INTERNAL_ERROR"}})
+            self._reply_error(req, self.internal_error(req.method, exc))
             return
         if isinstance(result, Park):
             ready = result.check()
@@ -308,7 +312,41 @@ class Controller:
             result = ready
         self._reply(req, result)
 
+    def _plugin_words(self, method):
+        """`` (RPC method group 'video')``: who provides ``method``."""
+        pm = getattr(self.machine, "plugin_manager", None)
+        owner = pm.owner_of(method) if hasattr(pm, "owner_of") else None
+        return "" if owner is None else f" ({owner[0]} {owner[1]!r})"
+
+    def internal_error(self, method, exc, what=None):
+        """The INTERNAL_ERROR reply for handler ``method`` failing with
+        ``exc``: the message names the method and its plugin; the diagnostics
+        ring (``debug.output.read``, source ``rpc``) gets an ``error`` record
+        with that message and a ``debug`` record with the traceback on one
+        line; ``PYPC_DEBUG=1`` also prints the traceback on stderr."""
+        text = what or f"{type(exc).__name__}: {exc}"
+        message = " ".join(f"{method} failed{self._plugin_words(method)}: {text}".split())
+        ring = self.machine.diagnostics
+        record = ring.add("error", message, "rpc")
+        if exc is not None:
+            ring.add("debug", f"{method} traceback: {traceback_line(exc)}", "rpc")
+            if os.environ.get("PYPC_DEBUG"):
+                traceback.print_exception(exc)
+        return {"code": INTERNAL_ERROR,
+                "message": f"{message} (diagnostics record {record['sequence']}, "
+                           f"debug.output.read)",
+                "data": {"reason": "INTERNAL_ERROR"}}
+
     def _reply(self, req, result):
+        if self.validate_results and self.schemas is not None:
+            try:
+                errors = self.schemas.result_errors(req.method, result)
+            except KeyError:
+                errors = []             # a method the schema set does not know
+            if errors:
+                self._reply_error(req, self.internal_error(
+                    req.method, None, f"its result does not match its schema: {errors[0]}"))
+                return
         if req.request_id is not None and req.request_id not in self.request_ids:
             self.request_ids[req.request_id] = (
                 json.dumps([req.method, req.params], sort_keys=True), result)
@@ -332,10 +370,7 @@ class Controller:
             try:
                 ready = park.check()
             except Exception as exc:       # a bug in a handler: report it, keep serving
-                self._reply_error(req, {"code": INTERNAL_ERROR,
-                                        "message": f"{req.method} failed: "
-                                                   f"{type(exc).__name__}: {exc}",
-                                        "data": {"reason": "INTERNAL_ERROR"}})
+                self._reply_error(req, self.internal_error(req.method, exc))
                 continue
             if ready is not None:
                 self._reply(req, ready)
@@ -502,3 +537,19 @@ class Controller:
         frame = CPU_HZ // 50
         while not stop_event.is_set():
             self.run_until_cycle(int(self.cpu.ctl[S.C_CYCLES]) + frame)
+
+
+def validating_results():
+    """Whether results are checked against their schemas:
+    ``PYPC_VALIDATE_RESULTS`` set (not ``0``) or ``PYPC_DEBUG`` set."""
+    return os.environ.get(VALIDATE_ENV, "") not in ("", "0") or bool(os.environ.get("PYPC_DEBUG"))
+
+
+def traceback_line(exc, limit=12):
+    """``exc``'s traceback on one line, innermost frame first:
+    ``ZeroDivisionError: ... at mod.py:12 in fn (1 // 0) <- controller.py:290 in _execute``."""
+    frames = traceback.extract_tb(exc.__traceback__)[-limit:]
+    parts = [f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}"
+             + (f" ({f.line.strip()})" if f.line else "") for f in reversed(frames)]
+    head = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return f"{head} at " + " <- ".join(parts) if parts else head

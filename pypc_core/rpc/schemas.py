@@ -32,7 +32,10 @@ SCHEMA_PACKAGE = "pypc_schemas"
 
 
 class SchemaError(PypcError):
-    """A schema file is missing, malformed, or does not match a method."""
+    """A schema file is missing, malformed, or does not match a method.
+    ``methods`` (when known) lists the methods it is about."""
+
+    methods = ()
 
 
 def schema_dir():
@@ -83,18 +86,52 @@ def load_method_schemas(folder=None):
 
 
 def check_document(doc, where):
+    """Raise :class:`SchemaError` (one line starting with ``where``) unless
+    ``doc`` has a ``params`` and a ``result`` that are valid JSON Schemas
+    (draft 2020-12) whose ``$ref`` are ``defs.json#/$defs/NAME`` or local
+    ``#/...`` pointers that resolve."""
     for key in ("params", "result"):
         if not isinstance(doc.get(key), dict):
             raise SchemaError(f"{where}: '{key}' must be a JSON Schema object")
-    jsonschema.Draft202012Validator.check_schema(doc["params"])
-    jsonschema.Draft202012Validator.check_schema(doc["result"])
+    for key in ("params", "result"):
+        try:
+            jsonschema.Draft202012Validator.check_schema(doc[key])
+        except jsonschema.exceptions.SchemaError as exc:
+            at = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+            raise SchemaError(f"{where}: its {key} schema is not a valid JSON Schema at "
+                              f"{at}: {' '.join(exc.message.split())}") from exc
+        _check_refs(doc[key], doc[key], where, key)
+
+
+def _check_refs(node, root, where, key):
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and not ref.startswith(DEFS_NAME + "#/$defs/"):
+            if not ref.startswith("#"):
+                raise SchemaError(f"{where}: its {key} schema has $ref {ref!r}; refer to "
+                                  f"shared pieces as {DEFS_NAME}#/$defs/NAME")
+            target = root
+            for part in [p for p in ref[1:].split("/") if p]:
+                part = part.replace("~1", "/").replace("~0", "~")
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    raise SchemaError(f"{where}: its {key} schema has $ref {ref!r}, "
+                                      f"which points at nothing")
+        for value in node.values():
+            _check_refs(value, root, where, key)
+    elif isinstance(node, list):
+        for value in node:
+            _check_refs(value, root, where, key)
 
 
 class SchemaSet:
     """Validators for a set of methods (built once, used from any thread:
     jsonschema validators are read-only after construction)."""
 
-    def __init__(self, documents, defs=None):
+    def __init__(self, documents, defs=None, owners=None):
         self.documents = documents
         self.defs = defs if defs is not None else load_defs()
         resource = DRAFT202012.create_resource(self.defs)
@@ -104,10 +141,14 @@ class SchemaSet:
         for method, doc in documents.items():
             # shared definitions are inlined once here: resolving a $ref per
             # array item made a video.text result take 0.35 s to check
+            try:
+                params, result = self.inline(doc["params"]), self.inline(doc["result"])
+            except SchemaError as exc:
+                raise SchemaError(f"{_where(method, owners)}: {exc}") from exc
             self._params[method] = jsonschema.Draft202012Validator(
-                self.inline(doc["params"]), registry=self.registry)
+                params, registry=self.registry)
             self._result[method] = jsonschema.Draft202012Validator(
-                self.inline(doc["result"]), registry=self.registry)
+                result, registry=self.registry)
 
     def inline(self, schema):
         """``schema`` with every ``defs.json#/$defs/X`` reference replaced
@@ -194,28 +235,86 @@ def _openrpc_refs(schema):
     return walk(copy.deepcopy(schema))
 
 
-def build_schema_set(methods, folder=None, strict=False):
+def _where(method, owners, fn=None):
+    """``RPC method 'x.y' of plugin 'z'`` (the entry-point name from
+    ``owners``, else the module of ``fn``)."""
+    owner = (owners or {}).get(method)
+    if owner is not None:
+        return f"RPC method {method!r} of plugin {owner!r}"
+    module = getattr(fn, "__module__", None)
+    return f"RPC method {method!r}" + (f" (module {module})" if module else "")
+
+
+def check_methods(methods, folder=None, owners=None):
+    """What :func:`build_schema_set` refuses, checked cheaply before a
+    machine is built (``pypc run`` does, so a bad method group stops it at
+    once): every method has a schema file or an ``rpc_schema``, and every
+    ``rpc_schema`` is valid with ``$ref`` only to definitions ``defs.json``
+    has.  The schema files themselves (pypc's own) are not re-checked.
+    Raises :class:`SchemaError` naming the method and, with ``owners``, its
+    plugin."""
+    folder = Path(folder or SCHEMA_DIR)
+    try:
+        files = {n[:-5] for n in os.listdir(folder) if n.endswith(".json")}
+    except OSError as exc:
+        raise SchemaError(f"{folder}: the RPC schema folder is missing") from exc
+    inline = {name: fn for name, fn in methods.items()
+              if getattr(fn, "rpc_schema", None) is not None}
+    missing = sorted(set(methods) - set(inline) - files)
+    if missing:
+        exc = SchemaError("RPC methods without a schema: " + ", ".join(
+            _where(m, owners, methods[m]).removeprefix("RPC method ") for m in missing))
+        exc.methods = missing
+        raise exc
+    scratch = SchemaSet({}, load_defs(folder))
+    for name, fn in inline.items():
+        try:
+            doc = _inline_document(name, fn, owners)
+            try:
+                scratch.inline(doc["params"]), scratch.inline(doc["result"])
+            except SchemaError as exc:
+                raise SchemaError(f"{_where(name, owners, fn)}: {exc}") from exc
+        except SchemaError as exc:
+            exc.methods = [name]
+            raise
+
+
+def _inline_document(name, fn, owners):
+    inline = fn.rpc_schema
+    where = f"{_where(name, owners, fn)}: rpc_schema"
+    if not isinstance(inline, dict):
+        raise SchemaError(f"{where} must be a dict with 'params' and 'result', "
+                          f"not {type(inline).__name__}")
+    doc = dict(inline, method=name)
+    check_document(doc, where)
+    return doc
+
+
+def build_schema_set(methods, folder=None, strict=False, owners=None):
     """A :class:`SchemaSet` for ``methods`` (``{name: callable}``): every
     method must have a schema (its file, or ``fn.rpc_schema``), else
     :class:`SchemaError` names them.  With ``strict`` (the test suite) every
     schema file must also have a method; the server itself only ignores a
-    schema whose method group is not installed."""
+    schema whose method group is not installed.  ``owners`` (``{method:
+    plugin name}``, :attr:`PluginManager.rpc_method_owners`) lets an error
+    name the plugin, not only the method: a schema that is no valid JSON
+    Schema, or a ``$ref`` to a definition ``defs.json`` does not have."""
     files = load_method_schemas(folder)
     docs = {}
     missing = []
     for name, fn in methods.items():
         inline = getattr(fn, "rpc_schema", None)
         if inline is not None:
-            doc = dict(inline, method=name)
-            check_document(doc, f"{name} (rpc_schema)")
-            docs[name] = doc
+            docs[name] = _inline_document(name, fn, owners)
         elif name in files:
             docs[name] = files[name]
         else:
             missing.append(name)
     orphans = sorted(set(files) - set(methods))
     if missing:
-        raise SchemaError("RPC methods without a schema: " + ", ".join(sorted(missing)))
+        raise SchemaError("RPC methods without a schema: " + ", ".join(
+            _where(m, owners, methods[m]).removeprefix("RPC method ")
+            for m in sorted(missing)))
     if orphans and strict:
         raise SchemaError("schemas without an RPC method: " + ", ".join(orphans))
-    return SchemaSet(docs, load_defs(folder))
+    return SchemaSet(docs, load_defs(folder), owners=owners)

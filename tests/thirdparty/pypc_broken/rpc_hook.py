@@ -1,0 +1,6 @@
+from pypc_core import hookimpl
+
+
+@hookimpl
+def pypc_rpc_methods():
+    raise AttributeError("rpc-hook-boom")
