@@ -542,8 +542,10 @@ def cmd_run(argv, run_parser):
     if known.rpc_methods is not None:
         pm.disable_rpc_methods(known.rpc_methods)
     # method groups are imported only for a run that serves them: a broken
-    # one cannot stop a --no-rpc or --bare run
-    serving = not known.no_rpc and not known.bare
+    # one cannot stop a --no-rpc or --bare run, nor a job without an RPC
+    # endpoint (pypc_core.rpc.launch.serves_rpc)
+    from .rpc.launch import serves_rpc
+    serving = serves_rpc(known)
     if serving:
         pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))

@@ -209,7 +209,7 @@ def test_every_method_has_a_schema_and_every_schema_a_method(fx):
 def test_schema_check_names_missing_and_orphan_methods(fx):
     methods = fx.server.methods                     # the groups' and the transport's
     extra = dict(methods, **{"made.up": lambda ctl, params: {}})
-    with pytest.raises(rpc_schemas.SchemaError, match="without a schema: made.up"):
+    with pytest.raises(rpc_schemas.SchemaError, match="without a schema: 'made.up'"):
         rpc_schemas.build_schema_set(extra)
     fewer = {k: v for k, v in methods.items() if k != "io.read"}
     with pytest.raises(rpc_schemas.SchemaError, match="without an RPC method: io.read"):

@@ -97,16 +97,11 @@ def rpc_enabled(args):
 
 
 def rpc_port(args):
-    """The JSON-RPC port ``args`` serves (None: no RPC server): --rpc-port,
-    else 2301 for a server role, else none (the same rule as the viewers;
-    pypc_core/rpc/launch.py applies it)."""
-    from ..argtypes import server_role
-    if not rpc_enabled(args) or getattr(args, "rpc_socket", None) is not None:
-        return None             # (--rpc-socket: a Unix socket, no TCP port)
-    port = getattr(args, "rpc_port", None)
-    if port is None and server_role(args):
-        port = DEFAULT_RPC_PORT
-    return port
+    """The JSON-RPC TCP port ``args`` serves (None: none): --rpc-port, else
+    2301 for a server role, else none -- the same rule as the viewers
+    (:func:`pypc_core.rpc.launch.tcp_port`)."""
+    from ..rpc.launch import tcp_port
+    return tcp_port(args)
 
 
 def check_args(args):

@@ -15,7 +15,7 @@ host time, so the display redraws and Ctrl-C is seen)."""
 import os
 import sys
 
-from ..argtypes import tcp_port
+from ..argtypes import server_role, tcp_port as tcp_port_type
 from ..debugger import Stop
 from .controller import Controller, PAUSED_POLL_S
 from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
@@ -23,7 +23,7 @@ from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
 
 def add_arguments(parser):
     g = parser.add_argument_group("agent API (JSON-RPC 2.0 on 127.0.0.1)")
-    g.add_argument("--rpc-port", type=tcp_port, metavar="PORT",
+    g.add_argument("--rpc-port", type=tcp_port_type, metavar="PORT",
                    help=f"serve the JSON-RPC agent API on 127.0.0.1:PORT (default "
                         f"{DEFAULT_PORT} in the live view and with --serve; a job "
                         f"(--headless without --serve, PROGRAM, screenshot) serves it only "
@@ -49,6 +49,28 @@ def add_arguments(parser):
     return parser
 
 
+def tcp_port(args):
+    """The TCP port the JSON-RPC server of ``args`` listens on (0: any free
+    port), None for none: --rpc-port, else 2301 for a server role
+    (:func:`~pypc_core.argtypes.server_role`), else none; none with
+    --no-rpc, --bare or --rpc-socket (a Unix socket instead)."""
+    if getattr(args, "no_rpc", False) or getattr(args, "bare", False) \
+            or getattr(args, "rpc_socket", None) is not None:
+        return None
+    port = getattr(args, "rpc_port", None)
+    if port is None and server_role(args):
+        port = DEFAULT_PORT
+    return port
+
+
+def serves_rpc(args):
+    """Whether the run of ``args`` serves JSON-RPC at all (a TCP port or
+    --rpc-socket)."""
+    if getattr(args, "no_rpc", False) or getattr(args, "bare", False):
+        return False
+    return getattr(args, "rpc_socket", None) is not None or tcp_port(args) is not None
+
+
 def check_access(args):
     """--rpc-socket and --rpc-token-file, before anything is built; the
     token is read here (``args.rpc_token``)."""
@@ -71,8 +93,7 @@ def check_access(args):
         if not os.path.isdir(folder):
             raise PypcError(f"--rpc-socket {socket_path}: no such directory {folder!r}")
     if token_file is not None:
-        from ..frontends import rpc_port
-        if socket_path is None and rpc_port(args) is None:
+        if not serves_rpc(args):
             raise PypcError("--rpc-token-file: this run serves no JSON-RPC (a job, such as "
                             "--headless without --serve, serves it only with --rpc-port "
                             "or --rpc-socket)")
@@ -172,7 +193,6 @@ def start(machine, args, stream=None):
     """The launcher's RPC server for ``machine``, or None with ``--no-rpc``
     and for a job that names no --rpc-port (:func:`~pypc_core.argtypes.server_role`).
     A port in use is a one-line error naming --rpc-port (RpcServerError)."""
-    from ..argtypes import server_role
     if getattr(args, "no_rpc", False):
         return None
     socket_path = getattr(args, "rpc_socket", None)
@@ -183,11 +203,9 @@ def start(machine, args, stream=None):
         stream.write(f"pypc: JSON-RPC on {rpc.server.endpoint}\n")
         stream.flush()
         return rpc
-    port = getattr(args, "rpc_port", None)
+    port = tcp_port(args)
     if port is None:
-        if not server_role(args):
-            return None
-        port = DEFAULT_PORT
+        return None
     rpc = LauncherRpc(machine, port, token=token)
     if port == 0:
         stream = stream or sys.stderr

@@ -253,9 +253,9 @@ def check_methods(methods, folder=None, owners=None):
     has.  The schema files themselves (pypc's own) are not re-checked.
     Raises :class:`SchemaError` naming the method and, with ``owners``, its
     plugin."""
-    folder = Path(folder or SCHEMA_DIR)
+    folder = _folder(folder)
     try:
-        files = {n[:-5] for n in os.listdir(folder) if n.endswith(".json")}
+        files = {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json")}
     except OSError as exc:
         raise SchemaError(f"{folder}: the RPC schema folder is missing") from exc
     inline = {name: fn for name, fn in methods.items()
