@@ -126,14 +126,17 @@ def check(args):
                             "cannot be used with it")
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
-    for name in ("telnet_port", "vnc_port", "listen", "audio"):
+    for name in ("telnet_port", "vnc_port", "vnc_password_file", "listen", "audio"):
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
-    if getattr(args, "rpc_port_given", False) or getattr(args, "serve", False):
-        raise BareError("--bare serves no JSON-RPC: --"
-                        f"{'serve' if getattr(args, 'serve', False) else 'rpc-port'} "
-                        "cannot be used with it")
+    rpc_given = [name for name, given in (
+        ("serve", getattr(args, "serve", False)),
+        ("rpc-port", getattr(args, "rpc_port_given", False)),
+        ("rpc-socket", getattr(args, "rpc_socket", None) is not None),
+        ("rpc-token-file", getattr(args, "rpc_token_file", None) is not None)) if given]
+    if rpc_given:
+        raise BareError(f"--bare serves no JSON-RPC: --{rpc_given[0]} cannot be used with it")
     for _seg, _off, _n, path in args.dump_memory:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):

@@ -732,6 +732,20 @@ class AgentCapabilitiesResultLimits(Model):
 MODELS['AgentCapabilitiesResultLimits'] = AgentCapabilitiesResultLimits
 
 @attrs.define(kw_only=True)
+class AuthResult(Model):
+    """Part of the result of auth."""
+
+    authenticated: bool
+    required: bool
+
+    _pypc_fields = (
+        ('authenticated', 'authenticated', 'bool', True),
+        ('required', 'required', 'bool', True),
+    )
+
+MODELS['AuthResult'] = AuthResult
+
+@attrs.define(kw_only=True)
 class BreakpointsDeleteResult(Model):
     """Part of the result of breakpoints.delete."""
 

@@ -31,6 +31,7 @@ import traceback
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
 from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from .fairqueue import FairQueue
 from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
                     resumes_breakpoint_stop)
 
@@ -117,7 +118,7 @@ class Controller:
         self.machine = machine
         self.cpu = machine.cpu
         self.endpoint = endpoint
-        self.queue = queue.SimpleQueue()
+        self.queue = FairQueue()        # round-robin between connections
         self.running = True
         self.last_stop = None
         self.extra_revision = 0
@@ -305,6 +306,9 @@ class Controller:
             ready = result.check()
             if ready is None:
                 self.parked.append((req, result))
+                parked = getattr(req.conn, "parked", None)
+                if parked is not None:
+                    parked()        # its reply may come after later ones (docs/rpc.md)
                 return
             result = ready
         self._reply(req, result)
