@@ -127,6 +127,8 @@ def check(args):
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
     for name in ("telnet_port", "vnc_port", "listen", "audio"):
+        if name == "listen" and getattr(args, "gdb", None) is not None:
+            continue                    # (--gdb's address)
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
@@ -209,6 +211,8 @@ def run(args):
     from .machine import Machine, MachineConfig
     from .plugins import PluginManager
     check(args)
+    from .frontends import gdbstub
+    gdbstub.check_args(args)
     loads = read_loads(args.load)
     plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default
     pm = PluginManager()
@@ -222,22 +226,29 @@ def run(args):
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
                         debug_port=getattr(args, "debug_port", None))
-    timeout = args.timeout if args.timeout else DEFAULT_TIMEOUT_S
+    # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout
+    timeout = args.timeout if args.timeout else (
+        None if getattr(args, "gdb", None) is not None else DEFAULT_TIMEOUT_S)
     with Machine(cfg) as m:
         m.raise_device_faults = True    # a card's handler failing: one line, exit 2
         if cfg.debug_port is not None:
             from .launcher import echo_guest_lines
             echo_guest_lines(m, sys.stderr)
-        end = m.clock() + int(timeout * CPU_HZ)
+        end = None if timeout is None else m.clock() + int(timeout * CPU_HZ)
         stop = None
+        gdb = gdbstub.start(m, args)    # --gdb: the loop below runs through its controller
         try:
-            while m.clock() < end:
-                stop = m.run_until_cycle(min(end, m.clock() + CPU_HZ // 60))
+            while end is None or m.clock() < end:
+                frame = m.clock() + CPU_HZ // 60
+                stop = m.run_until_cycle(frame if end is None else min(end, frame))
                 if stop.kind in ("halt", "fault"):
                     break
         except KeyboardInterrupt:
             sys.stderr.write("pypc: interrupted\n")
             return 130
+        finally:
+            if gdb is not None:
+                gdb.close()
         if stop is None:
             stop = m._stop("budget")
         if stop.kind == "fault":

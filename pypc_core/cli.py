@@ -227,6 +227,8 @@ def add_run_arguments(parser):
     add_rpc_arguments(parser)
     from .frontends import add_arguments as add_viewer_arguments
     add_viewer_arguments(parser)
+    from .frontends.gdbstub import add_arguments as add_gdb_arguments
+    add_gdb_arguments(parser)
     from .snapshot.cli import add_arguments as add_snapshot_arguments
     add_snapshot_arguments(parser)
     return parser
