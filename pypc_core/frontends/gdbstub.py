@@ -60,7 +60,7 @@ from ..cpu import state as S
 from .listener import close_listener, listen_socket
 
 DEFAULT_PORT = 1234
-PACKET_SIZE = 0x20000           # what gdb may send us (qSupported PacketSize)
+PACKET_SIZE = 0x20100           # qSupported PacketSize: a 64 KiB m reply fits
 MAX_MEMORY_READ = 0x10000       # bytes one m packet may ask for
 CALL_TIMEOUT_S = 30.0           # a machine-thread request that never gets served
 MEM_TOP = 1 << 20
