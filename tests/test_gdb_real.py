@@ -142,3 +142,33 @@ def test_gdb_ctrl_c_interrupts_a_running_machine(fx):
             proc.kill()
     assert "Program received signal SIGINT" in out, out
     assert re.search(r"^eip\s+0x7c0[6-9a-d]\s", out, re.M), out
+
+
+def test_the_session_in_docs_gdb_md(tmp_path):
+    doc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "docs", "gdb.md")
+    with open(doc) as fh:
+        block = re.search(r"```gdb\n(.*?)```", fh.read(), re.S).group(1)
+    commands = [ln[len("(gdb) "):] for ln in block.splitlines() if ln.startswith("(gdb) ")]
+    expected = [ln for ln in block.splitlines()
+                if ln.strip() and ln != "..." and not ln.startswith("(gdb) ")]
+    assert commands[0].startswith("target remote ") and len(expected) > 10
+    prog = tmp_path / "prog.bin"
+    prog.write_bytes(PROG)
+    pypc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--bare",
+                             "--turbo", "--load", f"{prog}@0:7C00", "--entry", "07C0:0000",
+                             "--gdb", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        port = re.search(r"127\.0\.0\.1:(\d+)", pypc.stderr.readline()).group(1)
+        args = [GDB, "-batch", "-nx", "-ex", f"target remote 127.0.0.1:{port}"]
+        for c in commands[1:]:
+            args += ["-ex", c]
+        p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+        out = (p.stdout + p.stderr).splitlines()
+        for line in expected:
+            assert line in out, (line, p.stdout, p.stderr)
+        assert pypc.wait(timeout=30) == 0
+    finally:
+        if pypc.poll() is None:
+            pypc.kill()
+            pypc.wait()

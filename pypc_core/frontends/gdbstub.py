@@ -28,9 +28,8 @@ The target description is gdb's i386 register set with architecture
   packet may carry their zeros.
 * Writing ``eip`` (``set $pc = L``) keeps CS when L is inside CS's 64 KiB
   window (IP = L - CS*16), otherwise sets CS:IP to (L >> 4):(L & 0Fh);
-  writing ``ip`` or a segment register changes just that register (and so
-  the linear pc: gdb re-reads the registers after ``P``... only if told to,
-  see docs/gdb.md: ``maint flush register-cache``).
+  writing ``ip`` or a segment register changes just that register (gdb
+  reads the registers again after a write, so ``$pc`` follows).
 * Memory addresses are linear and wrap at 1 MiB; writes act as the CPU's
   (ROM keeps its bytes).
 
