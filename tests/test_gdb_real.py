@@ -36,7 +36,7 @@ print("RPC " + method + " " + json.dumps(json.loads(f.readline())["result"]))
 
 def gdb(port, *commands, timeout=60):
     args = [GDB, "-batch", "-nx", "-ex", "set architecture i8086", "-ex",
-            f"target remote 127.0.0.1:{port}"]
+            "set remotetimeout 30", "-ex", f"target remote 127.0.0.1:{port}"]
     for c in commands:
         args += ["-ex", c]
     return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
@@ -123,7 +123,8 @@ def test_gdb_and_json_rpc_share_the_machine(fx, tmp_path):
 
 
 def test_gdb_ctrl_c_interrupts_a_running_machine(fx):
-    args = [GDB, "-batch", "-nx", "-ex", f"target remote 127.0.0.1:{fx.gdb.port}",
+    args = [GDB, "-batch", "-nx", "-ex", "set remotetimeout 30",
+            "-ex", f"target remote 127.0.0.1:{fx.gdb.port}",
             "-ex", "continue", "-ex", "info registers eip"]
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -160,7 +161,8 @@ def test_the_session_in_docs_gdb_md(tmp_path):
                              "--gdb", "0"], stderr=subprocess.PIPE, text=True)
     try:
         port = re.search(r"127\.0\.0\.1:(\d+)", pypc.stderr.readline()).group(1)
-        args = [GDB, "-batch", "-nx", "-ex", f"target remote 127.0.0.1:{port}"]
+        args = [GDB, "-batch", "-nx", "-ex", "set remotetimeout 30", "-ex",
+                f"target remote 127.0.0.1:{port}"]
         for c in commands[1:]:
             args += ["-ex", c]
         p = subprocess.run(args, capture_output=True, text=True, timeout=60)

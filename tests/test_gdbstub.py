@@ -28,6 +28,7 @@ class Rsp:
 
     def __init__(self, port, timeout=20):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)    # as gdb does
         self.buf = b""
 
     def send_raw(self, data):
@@ -277,6 +278,10 @@ def test_steps_and_vcont(fx, g):
     assert g.tx("Z0,7c07,1") == "OK"
     assert g.tx("vCont;c") == "T05swbreak:;thread:1;"
     assert g.tx("vCont;s:1;c") == "T05thread:1;"            # the step wins
+    assert g.tx("z0,7c07,1") == "OK"
+    assert g.tx("Z1,7c0b,1") == "OK"                         # a "hardware" one: the same
+    assert g.tx("c") == "T05swbreak:;thread:1;" and regs(g.tx("g"))["eip"] == 0x7C0B
+    assert g.tx("z1,7c0b,1") == "OK"
     assert g.tx("vCont;t").startswith("E")
     assert g.tx("s7c00").startswith("E")                     # resuming elsewhere: set $pc
 

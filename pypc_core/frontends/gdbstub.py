@@ -97,6 +97,7 @@ def _target_xml():
                     f'regnum="{i}" group="{group}"/>')
     return ('<?xml version="1.0"?>\n<!DOCTYPE target SYSTEM "gdb-target.dtd">\n'
             f'<target version="1.0">\n  <architecture>{ARCH}</architecture>\n'
+            '  <osabi>none</osabi>\n'
             '  <feature name="org.gnu.gdb.i386.core">\n' + FLAGS_TYPE + "\n".join(core) + "\n  </feature>\n"
             '  <feature name="org.pypc.real-mode">\n'
             f'    <reg name="ip" bitsize="16" type="uint16" regnum="{REG_NUM["ip"]}" '
@@ -544,7 +545,8 @@ class Session:
             timeout = 0.5 if deadline is None else max(0.0, deadline - time.monotonic())
             if deadline is not None and timeout == 0:
                 raise GdbError(E_RUNNING, "the machine thread did not answer")
-            ready, _, _ = select.select([self.sock, self.wake_r], [], [], timeout)
+            watched = [self.sock, self.wake_r] if watch_socket else [self.wake_r]
+            ready, _, _ = select.select(watched, [], [], timeout)
             if self.wake_r in ready:
                 self.wake_r.recv(64)
             if watch_socket and self.sock in ready:
@@ -609,7 +611,9 @@ class Session:
     def serve(self):
         """Answer packets until the client detaches, kills or goes away."""
         try:
-            self.run(self.target.pause)           # attaching stops the machine
+            # attaching stops the machine (queued: the requests after it see it
+            # stopped; the protocol's own packets need not wait for it)
+            self.call(self.target.pause)
             while True:
                 payload = self.next_packet()
                 if payload is None:               # 03h while stopped: answer the stop
