@@ -13,6 +13,10 @@ At the end ``--dump-registers`` prints one JSON object on stdout and
 ``--dump-memory SEG:OFF+LEN=FILE`` (repeatable) writes memory to files;
 ``--until-halt`` makes the exit status 0 for a halt stop (HLT with
 interrupts disabled) and 1 for anything else.
+
+``--gdb [PORT]`` serves gdb's remote protocol (docs/gdb.md); only beside it
+does a bare run serve JSON-RPC too, when ``--rpc-port PORT`` is given.
+Under gdb the run has no time limit unless ``--timeout`` gives one.
 """
 
 import argparse
@@ -132,7 +136,8 @@ def check(args):
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
-    if getattr(args, "rpc_port_given", False) or getattr(args, "serve", False):
+    gdb = getattr(args, "gdb", None) is not None
+    if (getattr(args, "rpc_port_given", False) and not gdb) or getattr(args, "serve", False):
         raise BareError("--bare serves no JSON-RPC: --"
                         f"{'serve' if getattr(args, 'serve', False) else 'rpc-port'} "
                         "cannot be used with it")
@@ -217,6 +222,12 @@ def run(args):
     plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default
     pm = PluginManager()
     pm.select(plugins)
+    # --gdb --rpc-port: the JSON-RPC server beside the gdb stub, on its controller
+    serve_rpc = bool(getattr(args, "rpc_port_given", False)) and not getattr(args, "no_rpc", False)
+    if serve_rpc:
+        if getattr(args, "rpc_methods", None) is not None:
+            pm.disable_rpc_methods(args.rpc_methods)
+        pm.register_rpc_methods()
     if args.turbo:
         speed = 0.0
     elif args.speed:
@@ -236,7 +247,12 @@ def run(args):
             echo_guest_lines(m, sys.stderr)
         end = None if timeout is None else m.clock() + int(timeout * CPU_HZ)
         stop = None
-        gdb = gdbstub.start(m, args)    # --gdb: the loop below runs through its controller
+        rpc = None
+        if serve_rpc:
+            from .rpc import launch as rpc_launch
+            rpc = rpc_launch.start(m, args)
+        # --gdb: the loop below runs through its controller (the RPC's, if any)
+        gdb = gdbstub.start(m, args, rpc.controller if rpc is not None else None)
         try:
             while end is None or m.clock() < end:
                 frame = m.clock() + CPU_HZ // 60
@@ -249,6 +265,8 @@ def run(args):
         finally:
             if gdb is not None:
                 gdb.close()
+            if rpc is not None:
+                rpc.close()
         if stop is None:
             stop = m._stop("budget")
         if stop.kind == "fault":

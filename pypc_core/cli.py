@@ -501,7 +501,8 @@ def cmd_run(argv, run_parser):
         pm.disable_rpc_methods(known.rpc_methods)
     # method groups are imported only for a run that serves them: a broken
     # one cannot stop a --no-rpc or --bare run
-    serving = not known.no_rpc and not known.bare
+    serving = not known.no_rpc and (not known.bare or (
+        known.gdb is not None and any(a.split("=", 1)[0] == "--rpc-port" for a in argv[1:])))
     if serving:
         pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))

@@ -174,3 +174,32 @@ def test_the_session_in_docs_gdb_md(tmp_path):
         if pypc.poll() is None:
             pypc.kill()
             pypc.wait()
+
+
+def test_bare_run_with_gdb_and_json_rpc(tmp_path):
+    """``--bare --gdb --rpc-port 0``: gdb's ``set $ax = 5`` and breakpoint,
+    read back over JSON-RPC from a gdb ``shell`` command."""
+    prog = tmp_path / "prog.bin"
+    prog.write_bytes(PROG)
+    script = tmp_path / "rpcq.py"
+    script.write_text(RPC_QUERY)
+    pypc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--bare",
+                             "--turbo", "--load", f"{prog}@0:7C00", "--entry", "07C0:0000",
+                             "--gdb", "0", "--rpc-port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        rpc_port = re.search(r"JSON-RPC on 127\.0\.0\.1:(\d+)", pypc.stderr.readline()).group(1)
+        gdb_port = re.search(r"stub on 127\.0\.0\.1:(\d+)", pypc.stderr.readline()).group(1)
+        q = f"shell {sys.executable} {script} {rpc_port}"
+        p = gdb(gdb_port, "set breakpoint always-inserted on", "break *0x7c07", "continue",
+                "set $ax = 5", f"{q} state.get_registers", f"{q} breakpoints.list", "kill")
+        assert p.returncode == 0, p.stderr
+        rpc = {m.group(1): json.loads(m.group(2))
+               for m in re.finditer(r"^RPC (\S+) (.*)$", p.stdout, re.M)}
+        assert rpc["state.get_registers"]["general"]["ax"] == 5
+        assert rpc["state.get_registers"]["ip"] == 7
+        assert [b["address"]["offset"] for b in rpc["breakpoints.list"]["breakpoints"]] == [0x7C07]
+        assert pypc.wait(timeout=30) == 0
+    finally:
+        if pypc.poll() is None:
+            pypc.kill()
+            pypc.wait()

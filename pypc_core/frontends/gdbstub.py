@@ -904,7 +904,8 @@ def add_arguments(parser):
     g.add_argument("--gdb", nargs="?", const=DEFAULT_PORT, type=_gdb_port, metavar="PORT",
                    help=f"serve gdb's remote protocol on PORT (default {DEFAULT_PORT}; 0: any "
                         "free port, printed on stderr), on 127.0.0.1 unless --listen: "
-                        "'target remote :PORT' in gdb; attaching pauses the machine")
+                        "'target remote :PORT' in gdb; attaching pauses the machine; "
+                        "with --bare, --rpc-port PORT serves JSON-RPC beside it")
     return parser
 
 
