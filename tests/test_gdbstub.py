@@ -409,6 +409,12 @@ def test_cli_refuses_bad_gdb_options(tmp_path):
     assert p.returncode == 2 and "port 70000 is outside 0-65535" in p.stderr
     p = run("--bare", "--load", f"{prog}@0:7C00", "--gdb", "0", "--until-halt")
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--until-halt" in p.stderr
+    p = run("--bare", "--load", f"{prog}@0:7C00", "--gdb", "--listen", "bogus")
+    assert p.returncode == 2 and "--listen 'bogus' is not an IP address" in p.stderr
+    p = run("--bare", "--load", f"{prog}@0:7C00", "--gdb", "--rpc-port", "1234")
+    assert p.returncode == 2 and "--gdb and --rpc-port are both 1234" in p.stderr
+    p = run("--bare", "--load", f"{prog}@0:7C00", "--rpc-port", "0")
+    assert p.returncode == 2 and "--bare serves no JSON-RPC" in p.stderr
     busy = socket.socket()
     busy.bind(("127.0.0.1", 0))
     busy.listen(1)
