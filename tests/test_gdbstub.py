@@ -266,6 +266,10 @@ def test_watchpoints_stop_after_the_access_with_its_address(fx, g):
     assert c.call("breakpoints.list")["breakpoints"][0]["kind"] == "memory_read"
     assert g.tx("z3,7c06,1") == "OK"
     assert g.tx("Z2,fffff,2").startswith("E")                # past 1 MiB
+    # a JSON-RPC watchpoint stops gdb's continue with a plain T05
+    c.call("breakpoints.create", {"kind": "memory_write", "address": {
+        "space": "linear", "offset": 0x500}, "length": 2})
+    assert g.tx("c") == "T05thread:1;" and regs(g.tx("g"))["eip"] == 0x7C0A
 
 
 def test_steps_and_vcont(fx, g):

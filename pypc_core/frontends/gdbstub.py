@@ -444,18 +444,13 @@ class Target:
         if kind == "breakpoint":
             rpc_id = stop.get("breakpoint_id")
             gdb_keys = [k for k, v in self.gdb_bps.items() if v == rpc_id]
-            access = stop.get("access")
-            if access is not None:
-                meta = next((m for m in ctl.bp_meta.values() if m.rpc_id == rpc_id), None)
-                word = {"memory_write": "watch", "memory_read": "rwatch",
-                        "memory_access": "awatch"}.get(meta.kind if meta else "", "awatch")
-                if gdb_keys:
-                    where = gdb_keys[0][1]
-                else:
-                    where = int(access["address"]["offset"])
-                return f"T05{word}:{where:x};" + tail
             if gdb_keys:
+                ztype, where, _ = gdb_keys[0]
+                if ztype >= 2:
+                    word = {2: "watch", 3: "rwatch", 4: "awatch"}[ztype]
+                    return f"T05{word}:{where:x};" + tail
                 return "T05swbreak:;" + tail
+            # (a JSON-RPC or monitor breakpoint or watchpoint: a plain T05)
         return "T05" + tail
 
     # -- monitor ------------------------------------------------------------------
