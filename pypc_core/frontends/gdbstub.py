@@ -511,6 +511,7 @@ class Session:
         self.target = server.target
         self.wake_r, self.wake_w = socket.socketpair()
         self.detached = False
+        self.kill_after_reply = False
 
     # -- machine-thread calls ----------------------------------------------------
     def call(self, fn, *args, method="gdb.request"):
@@ -622,6 +623,8 @@ class Session:
                         sys.stderr.write(f"pypc: gdb: {payload[:40]!r} -> {reply}: {exc}\n")
                 if reply is not None:
                     self.send(reply)
+                if self.kill_after_reply:
+                    self.server.kill()
                 if self.detached:
                     return
         except Vanished:
@@ -757,8 +760,8 @@ class Session:
                 raise GdbError(E_BAD, "vCont: only c, C, s and S")
             return self.resume(step=any(a[0] in "sS" for a in actions))
         if text.startswith("vKill"):
-            self.server.kill()
             self.detached = True
+            self.kill_after_reply = True        # gdb waits for the OK before the end
             return "OK"
         if text == "vMustReplyEmpty":
             return ""
