@@ -130,17 +130,20 @@ def check(args):
                             "cannot be used with it")
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
-    for name in ("telnet_port", "vnc_port", "listen", "audio"):
-        if name == "listen" and getattr(args, "gdb", None) is not None:
+    gdb = getattr(args, "gdb", None) is not None
+    for name in ("telnet_port", "vnc_port", "vnc_password_file", "listen", "audio"):
+        if name == "listen" and gdb:
             continue                    # (--gdb's address)
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
-    gdb = getattr(args, "gdb", None) is not None
-    if (getattr(args, "rpc_port_given", False) and not gdb) or getattr(args, "serve", False):
-        raise BareError("--bare serves no JSON-RPC: --"
-                        f"{'serve' if getattr(args, 'serve', False) else 'rpc-port'} "
-                        "cannot be used with it")
+    rpc_given = [name for name, given in (
+        ("serve", getattr(args, "serve", False)),
+        ("rpc-port", getattr(args, "rpc_port_given", False) and not gdb),   # (beside --gdb)
+        ("rpc-socket", getattr(args, "rpc_socket", None) is not None),
+        ("rpc-token-file", getattr(args, "rpc_token_file", None) is not None)) if given]
+    if rpc_given:
+        raise BareError(f"--bare serves no JSON-RPC: --{rpc_given[0]} cannot be used with it")
     for _seg, _off, _n, path in args.dump_memory:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
@@ -250,7 +253,10 @@ def run(args):
         rpc = None
         if serve_rpc:
             from .rpc import launch as rpc_launch
-            rpc = rpc_launch.start(m, args)
+            rpc = rpc_launch.LauncherRpc(m, args.rpc_port)
+            if args.rpc_port == 0:
+                sys.stderr.write(f"pypc: JSON-RPC on {rpc_launch.HOST}:{rpc.port}\n")
+                sys.stderr.flush()
         # --gdb: the loop below runs through its controller (the RPC's, if any)
         gdb = gdbstub.start(m, args, rpc.controller if rpc is not None else None)
         try:

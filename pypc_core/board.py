@@ -7,7 +7,8 @@ and everything it claims goes through it:
 * I/O ports (``claim_ports``) with Python handlers, and the core's fast
   paths on them (``raster``, ``oneshot``, ``counter``, ``compiled_port``);
 * memory windows (``map_ram``, ``map_rom``, ``map_alias``, ``map_handler``,
-  ``map_compiled``);
+  ``map_compiled``), and write journals over them while a recorder asks
+  (``ram_journal``, ``overlay_compiled``);
 * its interrupt and DMA lines (``irq(n)``, ``dma(ch)``);
 * the clock (``clock()``, emulated CPU cycles) and its scheduling
   (``reschedule()``; the device's ``next_event``/``advance``);
@@ -442,6 +443,32 @@ class Board:
         mem = self._bp.memory
         self._map(base, size, "compiled", lambda: mem.map_handler(base, size, self.name, h))
         return h
+
+    def ram_journal(self, base, size, copies, log):
+        """A write journal (``bus.journal.RamJournal``) on the card's RAM
+        window of ``size`` bytes at ``base`` seen ``copies`` times in a row:
+        ``start()`` makes every changed byte an entry of ``log``,
+        ``stop()`` gives the pages back as they were."""
+        from .bus.journal import RamJournal
+        self._check_memory(base, size * copies)
+        return RamJournal(self._bp.memory, base, size, copies, log, owner=self.name)
+
+    def overlay_compiled(self, base, size, cfunc, context=None):
+        """Put a numba ``cfunc`` over the card's window for a while (a write
+        journal on a handler window): every data access calls it until
+        ``remove_overlay``.  Returns its ``Handler`` (give it a
+        ``write_block`` for the bus's Python-side writes)."""
+        self._check_memory(base, size)
+        h = Handler.compiled(cfunc, context)
+        try:
+            self._bp.memory.overlay_handler(base, size, h)
+        except MemoryMapError as exc:
+            raise ClaimError(str(exc)) from None
+        return h
+
+    def remove_overlay(self, base, size):
+        self._check_memory(base, size)
+        self._bp.memory.remove_overlay(base, size)
 
     def read_memory(self, address, length):
         """Bytes as the CPU would read them (any window, not only the card's)."""

@@ -172,7 +172,10 @@ def add_run_arguments(parser):
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
                    help="no live view: run until --until-text appears or --timeout "
-                        "passes (default: 60 emulated seconds), then print the text screen")
+                        "passes (default: 60 emulated seconds), then print the text screen. "
+                        "A headless run is a job: it listens on no port unless --rpc-port, "
+                        "--telnet-port or --vnc-port names one (--serve: an agent server "
+                        "on the default ports)")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=_positive_float, metavar="X",
@@ -214,9 +217,9 @@ def add_run_arguments(parser):
     g.add_argument("--until-text", metavar="TEXT",
                    help="stop (exit 0) as soon as TEXT appears on the screen")
     g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
-                   help="stop after SECONDS of emulated time (headless default: 60); the "
-                        "exit status is 0, or 1 when --until-text was given and its text "
-                        "did not appear")
+                   help="stop after SECONDS of emulated time (headless default: 60; a "
+                        "--replay stops there too, exit 1); the exit status is 0, or 1 "
+                        "when --until-text was given and its text did not appear")
     g.add_argument("--screenshot", metavar="PNG",
                    help="save a screenshot to PNG when the run stops")
     from .dos.launch import add_arguments as add_dos_arguments
@@ -256,7 +259,13 @@ def build_parser():
     parser.add_argument("--version", action="version", version=f"pypc {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     run = sub.add_parser("run", help="build and run a machine (default)",
-                         description="Build an XT with the selected device plugins and run it.",
+                         description="Build an XT with the selected device plugins and run it. "
+                                     "The live view and the agent server (--headless "
+                                     "--serve) listen on the contract's ports (JSON-RPC "
+                                     "2301, telnet 2300, VNC 5902) unless told otherwise; "
+                                     "every other run is a job (--headless, a PROGRAM, "
+                                     "--bare, screenshot) that listens only on the ports "
+                                     "its options name.",
                          epilog=LIVE_KEYS_HELP)
     add_run_arguments(run)
     shot = sub.add_parser("screenshot", help="boot headless and unpaced, write the screen to a PNG",
@@ -284,25 +293,58 @@ def build_parser():
                      help="client: the package folder to write; docs: the file "
                           "(default: the source tree's own)")
     mcp = sub.add_parser("mcp", help="serve the RPC methods as MCP tools over stdio",
-                         usage="pypc mcp [--connect PORT] [-- RUN OPTIONS]",
+                         usage="pypc mcp [--connect PORT | --socket PATH] [--token-file FILE] "
+                               "[-- RUN OPTIONS]",
                          description="Serve the Model Context Protocol on stdin/stdout: one "
                                      "tool per JSON-RPC method (schemas from schemas/), each "
                                      "forwarded to a running pypc (--connect PORT) or to a "
                                      "headless 'pypc run' started with RUN OPTIONS.")
     mcp.add_argument("--connect", type=_rpc_port, metavar="PORT",
                      help="the JSON-RPC port of a running pypc on 127.0.0.1")
+    _add_attach_options(mcp)
     mcp.add_argument("run_options", nargs=argparse.REMAINDER,
                      help="after --: options for the pypc run it starts (without --connect)")
     console = sub.add_parser("console", help="TUI debugger attached to a pypc over JSON-RPC",
-                             usage="pypc console [--port PORT] [-- RUN OPTIONS]",
+                             usage="pypc console [--port PORT | --socket PATH] "
+                                   "[--token-file FILE] [-- RUN OPTIONS]",
                              description="A full-screen debugger (docs/console.md) on a "
                                          "running pypc's JSON-RPC port, or on a headless "
                                          "'pypc run' it starts with RUN OPTIONS.")
     console.add_argument("--port", dest="connect", type=_rpc_port, metavar="PORT",
                          help="the JSON-RPC port of a running pypc on 127.0.0.1")
+    _add_attach_options(console)
     console.add_argument("run_options", nargs=argparse.REMAINDER,
                          help="after --: options for the pypc run it starts (without --port)")
     return parser, run
+
+
+def _add_attach_options(parser):
+    parser.add_argument("--socket", metavar="PATH",
+                        help="the --rpc-socket (Unix domain socket) of a running pypc")
+    parser.add_argument("--token-file", metavar="FILE",
+                        help="the running pypc's --rpc-token-file: its token is sent in a "
+                             "first auth request")
+
+
+def _attach(args):
+    """(socket path, token) of ``pypc mcp/console`` attaching to a running
+    pypc; one-line errors for options that contradict each other."""
+    option = "--connect" if args.command == "mcp" else "--port"
+    if args.socket is not None and args.connect is not None:
+        raise PypcError(f"pypc {args.command}: {option} and --socket: attach to one "
+                        f"server, a TCP port or a Unix socket")
+    token = None
+    if args.token_file is not None:
+        if args.socket is None and args.connect is None:
+            raise PypcError(f"pypc {args.command}: --token-file goes with attaching to a "
+                            f"running pypc ({option} or --socket)")
+        from .client.transport import read_token_file
+        try:
+            token = read_token_file(args.token_file)
+        except (OSError, ValueError) as exc:
+            raise PypcError(f"--token-file {args.token_file}: "
+                            f"{getattr(exc, 'strerror', None) or exc}") from None
+    return args.socket, token
 
 
 def _rpc_port(text):
@@ -314,8 +356,10 @@ def _run_options(args):
     rest = list(args.run_options or [])
     if rest and rest[0] == "--":
         rest = rest[1:]
-    if rest and args.connect is not None:
+    if rest and (args.connect is not None or getattr(args, "socket", None) is not None):
         option = "--connect" if args.command == "mcp" else "--port"
+        if args.connect is None:
+            option = "--socket"
         raise PypcError(f"pypc {args.command}: run options ({' '.join(rest)}) go with "
                         f"starting a pypc, not with {option}")
     return rest
@@ -500,9 +544,12 @@ def cmd_run(argv, run_parser):
     if known.rpc_methods is not None:
         pm.disable_rpc_methods(known.rpc_methods)
     # method groups are imported only for a run that serves them: a broken
-    # one cannot stop a --no-rpc or --bare run
-    serving = not known.no_rpc and (not known.bare or (
-        known.gdb is not None and any(a.split("=", 1)[0] == "--rpc-port" for a in argv[1:])))
+    # one cannot stop a --no-rpc or --bare run, nor a job without an RPC
+    # endpoint (pypc_core.rpc.launch.serves_rpc); a bare run serves JSON-RPC
+    # only beside --gdb, with --rpc-port
+    from .rpc.launch import serves_rpc
+    serving = serves_rpc(known) or (known.bare and not known.no_rpc and known.gdb is not None
+                                    and known.rpc_port is not None)
     if serving:
         pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))
@@ -575,10 +622,14 @@ def main(argv=None):
             return cmd_gen(args)
         if args.command == "mcp":
             from . import mcp_adapter
-            return mcp_adapter.main(args.connect, _run_options(args))
+            socket_path, token = _attach(args)
+            return mcp_adapter.main(args.connect, _run_options(args),
+                                    socket_path=socket_path, token=token)
         if args.command == "console":
             from .console import app
-            return app.run(args.connect, _run_options(args))
+            socket_path, token = _attach(args)
+            return app.run(args.connect, _run_options(args), socket_path=socket_path,
+                           token=token)
         return cmd_plugins(args)
     except KeyboardInterrupt:
         sys.stderr.write("pypc: interrupted\n")

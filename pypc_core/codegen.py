@@ -35,6 +35,7 @@ from .errors import PypcError
 
 CLIENT_DIR = Path(__file__).resolve().parent / "client"
 DOCS_FILE = Path(__file__).resolve().parents[1] / "docs" / "rpc-reference.md"
+SOURCE_TREE = Path(__file__).resolve().parents[1]
 HANDWRITTEN = ("transport.py", "runtime.py")
 GENERATED = ("__init__.py", "models.py", "errors.py", "api.py")
 REF_PREFIX = "#/components/schemas/"
@@ -398,10 +399,12 @@ def _init_py(types, reasons):
              *[f"    {e}," for e in errors],
              ")",
              "from .runtime import DecodeError, Model",
-             "from .transport import ClientError, RequestTimeout, TransportError",
+             "from .transport import (AuthError, ClientError, RequestTimeout, TransportError,",
+             "                        read_token_file)",
              "from . import models", "",
-             "__all__ = [\"Client\", \"ClientError\", \"DecodeError\", \"Model\", "
-             "\"RequestTimeout\", \"TransportError\", \"models\","]
+             "__all__ = [\"AuthError\", \"Client\", \"ClientError\", \"DecodeError\", "
+             "\"Model\", \"RequestTimeout\", \"TransportError\", \"models\", "
+             "\"read_token_file\","]
     for e in errors:
         lines.append(f"           {e!r},")
     lines.append("           ]")
@@ -439,10 +442,16 @@ def _api_py(methods, doc, models):
             '    """A connection to a pypc JSON-RPC server.  Every method raises the',
             "    ``errors`` class of the reply's ``error.data.reason``, ``RequestTimeout``",
             "    after ``timeout`` seconds (per call: ``rpc_timeout=``) and",
-            '    ``TransportError`` when the connection fails; nothing is retried."""', "",
+            '    ``TransportError`` when the connection fails; nothing is retried.',
+            "    ``socket_path`` connects to a ``pypc run --rpc-socket PATH`` instead of",
+            "    TCP; ``token`` (the first line of the server's ``--rpc-token-file``,",
+            "    ``read_token_file``) is sent in a first ``auth`` request (``AuthError``",
+            '    if refused)."""', "",
             f"    METHODS = {tuple(names)!r}", "",
-            "    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT):",
-            "        self.transport = Transport(host, port, timeout)"]
+            "    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT,",
+            "                 *, socket_path=None, token=None):",
+            "        self.transport = Transport(host, port, timeout, socket_path=socket_path,",
+            "                                   token=token)"]
     for group in sorted(groups):
         out.append(f"        self.{group} = {camel(group)}Methods(self)")
     out += ["",
@@ -520,10 +529,20 @@ def _method_source(attr, entry, params, result_ann, result_spec, models):
     return lines
 
 
+def _in_source_tree(path):
+    """``path`` of the source tree, or a CodegenError when this pypc is an
+    installed copy (a wheel in site-packages: no source tree to write)."""
+    if not (SOURCE_TREE / "pyproject.toml").is_file() or \
+            not (SOURCE_TREE / "schemas").is_dir():
+        raise CodegenError("pypc gen without --out writes the source tree's files, and "
+                           "this pypc is installed, not a source checkout: give --out")
+    return path
+
+
 def write_client(out_dir=None, doc=None):
     """Write the client package to ``out_dir`` (default: the source tree's
     ``pypc_core/client``); returns the paths written."""
-    out = Path(out_dir) if out_dir else CLIENT_DIR
+    out = Path(out_dir) if out_dir else _in_source_tree(CLIENT_DIR)
     if out.exists() and not out.is_dir():
         raise CodegenError(f"--out {out}: is not a directory")
     files = generate_client(doc)
@@ -669,7 +688,7 @@ def generate_docs(doc=None, reasons=None):
 
 
 def write_docs(out_file=None, doc=None):
-    path = Path(out_file) if out_file else DOCS_FILE
+    path = Path(out_file) if out_file else _in_source_tree(DOCS_FILE)
     if path.is_dir():
         raise CodegenError(f"--out {path}: is a directory (give the file to write)")
     path.write_text(generate_docs(doc), encoding="utf-8")

@@ -116,10 +116,14 @@ def run(args):
     gdbstub.check_args(args)            # --gdb
     from .snapshot import cli as snapshot_cli
     snapshot_cli.check(args)            # --load/--save-snapshot, --record, --replay
-    from .dos import launch as dos_launch
-    dos_launch.prepare(args)            # PROGRAM / --drive: the built-in DOS
-    compile_core(sys.stderr)
-    machine = Machine(config_from_args(args))
+    try:
+        from .dos import launch as dos_launch
+        dos_launch.prepare(args)        # PROGRAM / --drive: the built-in DOS
+        compile_core(sys.stderr)
+        machine = Machine(config_from_args(args))
+    except BaseException:
+        snapshot_cli.discard_written(args)  # a --load-snapshot's disks, never installed
+        raise
     # a card's port handler that raises ends a run with one line naming the
     # card and the guest's CS:IP (exit 2); an agent server (--serve) goes on
     # serving, its client sees the fault stop
@@ -164,6 +168,7 @@ def run(args):
             if rpc is not None:
                 rpc.close()
             machine.close()
+            snapshot_cli.discard_written(args)  # (only when the bundle was not installed)
 
 
 COMPILE_NOTICE = "compiling the 8088 core (first run only)\u2026"

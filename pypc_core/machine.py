@@ -985,8 +985,21 @@ class Machine:
             raise MachineError("the state is of a machine with other disk drives")
         if (state.get("bios") is None) != (self.bios is None):
             raise MachineError("the state is of a machine with other firmware")
+        if (state.get("dos") is None) != (self.dos is None):
+            raise MachineError("the state is of a machine " + (
+                "with the built-in DOS; this one has none" if self.dos is None
+                else "without the built-in DOS; this one runs it"))
+        dos_prepared = None
+        if self.dos is not None:
+            from .dos.errors import DosStateError
+            try:
+                dos_prepared = self.dos.prepare_state(state["dos"])
+            except DosStateError as exc:
+                raise MachineError(f"the state's built-in DOS does not fit: {exc}") from None
         mem = state["memory"]
         if getattr(mem, "shape", None) != self.memory.mem.shape:
+            if dos_prepared is not None:
+                self.dos.discard_prepared(dos_prepared)
             raise MachineError("the state's memory is not 1 MiB")
         self.memory.mem[:] = mem
         # the debugger's words (breakpoint masks, watched ports, the trace
@@ -1004,8 +1017,8 @@ class Machine:
             disk.set_state(state["disks"][drive])
         if self.bios is not None:
             self.bios.set_state(state["bios"])
-        if self.dos is not None and state.get("dos") is not None:
-            self.dos.set_state(state["dos"])
+        if self.dos is not None:
+            self.dos.set_state(state["dos"], dos_prepared)
         self.interrupts_taken = int(state.get("interrupts_taken", 0))
         self._set_intr(self.pic.intr_pending())
         self.ports.refresh()
@@ -1069,12 +1082,13 @@ class Machine:
         self._recorder = None
         return rec.finish(path)
 
-    def replay(self, recording, speed=None):
+    def replay(self, recording, speed=None, max_cycles=None):
         """Replay a recording (a path or the dict ``stop_recording`` returned)
-        from this machine's current state to its end; returns ``{identical,
-        state_sha256, expected_sha256, ...}``."""
+        from this machine's current state to its end, or for at most
+        ``max_cycles`` emulated cycles; returns ``{identical, state_sha256,
+        expected_sha256, timed_out, ...}``."""
         from .snapshot.replay import replay
-        return replay(self, recording, speed)
+        return replay(self, recording, speed, max_cycles=max_cycles)
 
     @property
     def registers(self):

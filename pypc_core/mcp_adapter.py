@@ -11,10 +11,13 @@ unchanged to a pypc JSON-RPC server through the generated client's
 transport and returns the result as structured content (and as JSON text);
 an RPC error is a tool error whose text starts with ``error.data.reason``.
 
-The server is a running pypc (``--connect PORT``) or one this command
-starts: ``pypc run --headless --rpc-port 0 --timeout 31536000 [RUN
-OPTIONS]`` (no viewers unless RUN OPTIONS give their ports), ended when the
-MCP session ends.
+The server is a running pypc (``--connect PORT``, or ``--socket PATH`` for one
+with ``--rpc-socket``; ``--token-file FILE`` for one with ``--rpc-token-file``)
+or one this command
+starts: ``pypc run --headless --rpc-socket PRIVATE/rpc.sock --timeout
+31536000 [RUN OPTIONS]`` (a socket only this user reaches:
+:mod:`pypc_core.spawn`; no viewers unless RUN OPTIONS give their ports),
+ended when the MCP session ends.
 """
 
 import copy
@@ -86,15 +89,16 @@ def tool_specs(doc=None):
 class Backend:
     """The pypc JSON-RPC server the tools forward to."""
 
-    def __init__(self, port=None, run_args=(), stderr=None):
+    def __init__(self, port=None, run_args=(), stderr=None, socket_path=None, token=None):
         from .client.transport import Transport, TransportError
         self.spawned = None
-        if port is None:
+        if port is None and socket_path is None:
             self.spawned = SpawnedPypc(list(run_args), stderr)
-            port = self.spawned.port
+            port, socket_path = self.spawned.port, self.spawned.socket_path
         self.port = port
         try:
-            self.transport = Transport(port=port, timeout=120)
+            self.transport = Transport(port=port or 2301, timeout=120,
+                                       socket_path=socket_path, token=token)
         except TransportError as exc:
             self.close()
             raise McpAdapterError(str(exc)) from None
@@ -188,13 +192,15 @@ def serve_stdio(backend):
     anyio.run(main)
 
 
-def main(connect=None, run_args=()):
-    """``pypc mcp``: serve until stdin closes."""
+def main(connect=None, run_args=(), socket_path=None, token=None):
+    """``pypc mcp``: serve until stdin closes (attached to the TCP port
+    ``connect`` or the Unix socket ``socket_path``, with ``token`` for a
+    server with --rpc-token-file; else to a pypc it starts)."""
     try:
         import mcp  # noqa: F401
     except ModuleNotFoundError:
         raise McpAdapterError("pypc mcp needs the MCP Python SDK: pip install mcp") from None
-    backend = Backend(connect, run_args)
+    backend = Backend(connect, run_args, socket_path=socket_path, token=token)
     try:
         serve_stdio(backend)
     finally:

@@ -6,7 +6,8 @@ current revision; every request field is checked before the archive is read
 or written.  Export writes a new file (atomic hard-link publication) and
 does not change the revision.  Import checks the whole bundle and the
 referenced images before it writes the new ``disk_root`` and installs the
-state; it then clears pending operations, traces and retained video
+state; it then forgets every operation (their ids are unknown after it),
+clears traces and retained video
 snapshots, keeps (or, with ``preserve_breakpoints: false``, clears) the
 breakpoints, advances the revision by one from where it was (revisions are
 never rewound) and stays paused with the stop ``machine_snapshot_restored``.
@@ -36,7 +37,7 @@ def _clear_journals(ctl):
                 stop()
             except Exception:
                 pass
-    for name in ("limit_hooks", "slice_hooks"):
+    for name in ("limit_hooks", "slice_hooks", "before_hooks"):
         hooks = getattr(ctl, name, None)
         if isinstance(hooks, list):
             hooks[:] = [h for h in hooks if not getattr(h, "_cpu_trace", False)]
@@ -115,6 +116,9 @@ def import_(ctl, params):
             del meta[key]
     ctl.pending_step = None
     ctl.active = None
+    # operations from before the import are unknown after it (their ids are
+    # not reused: the counter goes on)
+    ctl.operations.clear()
     held = bundle.host.get("pressed_scancodes", [])
     ctl.pressed = {int(c) for c in held if isinstance(c, int) and 0 <= c < 0x80}
     stop = ctl.make_stop("machine_snapshot_restored")

@@ -38,6 +38,14 @@ class CpuTrace:
         m.trace.start(capacity=count + 16, registers=detail != "csip", effects=True)
         self.end_clock = None
         self.end_regs = None
+        self.end_halted = None
+        self.end_revision = None
+        # the register objects' in_hlt and state_revision: the CPU's HLT
+        # state at the start, and (trace index, revision) marks taken before
+        # every slice and step (each event is one Tick, one revision; an RPC
+        # change between slices moves the revision without an event)
+        self.start_halted = bool(ctl.cpu.ctl[S.C_HALTED])
+        self.marks = [(0, ctl.revision)]
 
     @property
     def machine_trace(self):
@@ -56,6 +64,20 @@ class CpuTrace:
         left = self.count - self.machine_trace.total
         return max(1, min(cycles, left))
 
+    def before_run(self, ctl):
+        if self.active:
+            total = self.machine_trace.total
+            index, revision = self.marks[-1]
+            if revision + (total - index) != ctl.revision:
+                self.marks.append((total, ctl.revision))
+
+    def revision_at(self, n):
+        """state_revision before event ``n``."""
+        for index, revision in reversed(self.marks):
+            if index <= n:
+                return revision + (n - index)
+        return self.marks[0][1] + n
+
     def after_slice(self, ctl):
         if self.active and self.machine_trace.total >= self.count:
             self.finish()
@@ -66,6 +88,8 @@ class CpuTrace:
             self.active = False
             self.end_clock = self.ctl.machine.clock()
             self.end_regs = _regs(self.ctl.cpu.regs)
+            self.end_halted = bool(self.ctl.cpu.ctl[S.C_HALTED])
+            self.end_revision = self.ctl.revision
 
     def events(self, start, n):
         mt = self.machine_trace
@@ -84,12 +108,19 @@ class CpuTrace:
             nxt = recs[i + 1] if i + 1 < len(recs) else None
             row = buf[rec["index"] % mt.capacity]
             raw = int(row[S.TR_BYTES]).to_bytes(8, "little", signed=True)
+            n = rec["index"]
+            halted_before = self._halted_before(rec, recs[i - 1] if i else None)
             if nxt is not None:
                 clock_after, regs_after = nxt["cycles"], nxt.get("regs")
+                halted_after = self._halted_before(nxt, rec)
+                revision_after = self.revision_at(n + 1)
             elif self.active:
                 clock_after, regs_after = self.ctl.machine.clock(), _regs(self.ctl.cpu.regs)
+                halted_after = bool(self.ctl.cpu.ctl[S.C_HALTED])
+                revision_after = self.ctl.revision
             else:
                 clock_after, regs_after = self.end_clock, self.end_regs
+                halted_after, revision_after = self.end_halted, self.end_revision
             ev = {"sequence": rec["index"], "kind": rec["kind"],
                   "address": {"space": "segmented", "segment": rec["cs"], "offset": rec["ip"]},
                   "physical": rec["linear"], "opcode_hex": raw.hex(),
@@ -100,22 +131,57 @@ class CpuTrace:
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":
-                ev["registers_before"] = _shape(rec["regs"], rec["cycles"])
+                ev["registers_before"] = _shape(rec["regs"], rec["cycles"], halted_before,
+                                                self.revision_at(n))
             if self.detail in ("normal", "long"):
-                ev["registers_after"] = _shape(regs_after, clock_after)
+                ev["registers_after"] = _shape(regs_after, clock_after, halted_after,
+                                               revision_after)
             out.append(ev)
         return out
+
+    def _halted_before(self, rec, prev):
+        """Whether the CPU sat in HLT before the event ``rec``: a HLT wait
+        starts halted and an instruction does not; a PIC dispatch starts
+        halted when it wakes a HLT (the event before it was a wait or the
+        HLT instruction itself)."""
+        kind = rec["kind"]
+        if kind == "hlt":
+            return True
+        if kind == "instruction":
+            return False
+        if prev is None:
+            if rec["index"] == 0:
+                return self.start_halted
+            prev = self.machine_trace.read(rec["index"] - 1, 1)[0]
+        if prev["kind"] == "hlt":
+            return True
+        if prev["kind"] == "instruction":
+            return _is_hlt(prev["bytes"])
+        return False
 
 
 def _regs(regs):
     return {name: int(regs[S.REG_INDEX[name]]) for name in S.REG_INDEX}
 
 
-def _shape(regs, clock):
+def _shape(regs, clock, in_hlt, revision):
+    """The register object (COMPAT "Register object keys, exactly")."""
     flags = regs["flags"]
     return {"general": {n: regs[n] for n in ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di")},
             "segments": {n: regs[n] for n in ("cs", "ds", "es", "ss")},
-            "ip": regs["ip"], "flags": flags, "flags_text": flags_text(flags), "clock": clock}
+            "ip": regs["ip"], "flags": flags, "flags_text": flags_text(flags), "clock": clock,
+            "in_hlt": bool(in_hlt), "state_revision": int(revision)}
+
+
+_PREFIXES = (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3)
+
+
+def _is_hlt(raw):
+    """Whether an instruction's bytes are HLT (after any prefixes)."""
+    for b in raw:
+        if b not in _PREFIXES:
+            return b == 0xF4
+    return False
 
 
 def _b64(value):
@@ -174,9 +240,13 @@ def start(ctl, params):
 
     def after(c):
         tr.after_slice(c)
-    cap._cpu_trace = after._cpu_trace = True
+    def before(c):
+        tr.before_run(c)
+    cap._cpu_trace = after._cpu_trace = before._cpu_trace = True
     ctl.limit_hooks.append(cap)
     ctl.slice_hooks.append(after)
+    ctl.before_hooks[:] = [h for h in ctl.before_hooks if not getattr(h, "_cpu_trace", False)]
+    ctl.before_hooks.append(before)
     return {"active": True, "detail": detail, "instruction_count": count, "event_count": 0}
 
 

@@ -1,28 +1,38 @@
 """Method group ``video_history``: ``video.history.start``, ``.read`` and
 ``.stop`` -- an opt-in ordered journal of the text display: changed bytes of
-the adapter's text backing store, writes to the adapter's ports, and mode
-changes.
+the adapter's text backing store (and a VGA's font plane), writes to the
+adapter's ports, and mode changes.
 
-How it records: every write to the video card's ports is journaled as it
-happens (the port map's ``write`` is wrapped on this machine while recording,
-and ports the CPU would answer itself go through it too);
-the text backing store is compared with its previous copy after every slice
-of execution and every step, and each changed byte becomes a ``text`` event
-(in address order within one comparison) -- on a VGA, a comparison that
-finds the whole text memory turned to zero is one ``clear_text`` event
-instead, and the bytes of plane 2 (the fonts) that changed while the card is
-in a text mode become ``font`` events (after the ``text`` ones).  While recording, running slices
-are at most :data:`SLICE_CYCLES` (one emulated millisecond) long, so a
-character that is written and overwritten again within that millisecond is
-not seen.  Graphics VRAM is not journaled."""
+How it records: the video card journals its memory write by write
+(``journal_start``: while recording, its window's pages call a compiled
+handler that logs every byte a write changes into a ``bus.journal.WriteLog``
+-- CPU writes, REP STOSW included, and the firmware's and ``memory.write``'s
+alike); every write to the card's ports is journaled as it happens (the port
+map's ``write`` is wrapped on this machine while recording, and ports the
+CPU would answer itself go through it too).  The log is drained in order at
+every such port write, every Python-side write to the window, and after
+every slice of execution (at most :data:`SLICE_CYCLES`, 32,768 cycles or
+about 6.9 emulated ms, while recording) and every step, so two writes to
+one byte are two events, in program order.  An event's ``clock`` is the emulated clock
+when the log was drained: exact for ``memory.write``, firmware writes and
+port writes, and for a CPU write the first drain after it (within its slice).
+
+In a graphics mode (CGA mode register bit 1, VGA graphics controller 6 bit
+0) video memory is not journaled; when the card returns to a text mode, the
+text bytes (and VGA font bytes) that differ from what the journal last
+showed become events right after the ``mode`` event -- on a VGA, text memory
+found all zero then is one ``clear_text`` event instead, and so is text
+memory a VGA mode set to a graphics mode clears to zero.  A change the
+journal did not see (a device reset, a checkpoint restore) is added the same
+way when the history is read or stopped.  Graphics VRAM is not journaled."""
 
 import base64
-import collections
 import hashlib
 
 import numpy as np
 
 from pypc_core import hookimpl
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
 
@@ -32,7 +42,10 @@ MAX_CAPACITY = 1_000_000
 DEFAULT_CAPACITY = 500_000
 MAX_READ = 4096
 DEFAULT_READ = 1024
-SLICE_CYCLES = 4772                  # 1 emulated ms
+SLICE_CYCLES = 1 << 15               # 32,768 cycles, about 6.9 emulated ms, while recording
+LOG_ENTRIES = 1 << 16                # the card's log between drains (a slice writes far fewer)
+KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
+KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
 
 
 class History:
@@ -40,33 +53,78 @@ class History:
         self.ctl = ctl
         self.id = history_id
         self.capacity = capacity
-        self.events = collections.deque(maxlen=capacity)
+        # the retained events: a ring of columns, the event of sequence q in
+        # row (q - 1) % capacity (dicts are made only for a read's page)
+        # (written through once here: appending then never waits for the
+        # operating system to hand out fresh pages)
+        self.clock = np.full(capacity, 0, dtype=np.int64)
+        self.kind = np.full(capacity, 0, dtype=np.uint8)
+        self.address = np.full(capacity, 0, dtype=np.int32)
+        self.old = np.full(capacity, 0, dtype=np.int32)
+        self.new = np.full(capacity, 0, dtype=np.int32)
         self.next_sequence = 1
-        self.lost = 0
+        self.never_recorded = 0        # writes the card's log had no room for
         self.active = False
         video = ctl.machine.video
         self.video = video
         self.vram = np.frombuffer(video.vram_bytes(), dtype=np.uint8).copy()
         # a VGA's plane 2 (the fonts): its bytes are journaled while the card
-        # is in a text mode; in a graphics mode plane 2 holds pixels, which
-        # are not journaled (the copy only follows them)
+        # is in a text mode
         planes = getattr(video, "planes", None)
         self.font = None if planes is None else np.array(planes[2], dtype=np.uint8)
         self.mode = self._mode()
+        self.graphics = bool(video.is_graphics())
         self._hooked = None
         self._ports = set(p for p in video.declaration.ports)
+        self.log = WriteLog(LOG_ENTRIES)
+        self.log.flush = self.drain
 
     def _mode(self):
         v = self.video
         return (int(v.graphics_mode()), int(v.columns()), int(v.display_address()))
 
-    def _add(self, kind, address, old, new):
-        if len(self.events) == self.capacity:
-            self.lost += 1
-        self.events.append({"sequence": self.next_sequence, "clock": self.ctl.machine.clock(),
-                            "kind": kind, "address": int(address), "old": int(old),
-                            "new": int(new)})
+    def _add(self, kind, address, old, new, clock=None):
+        row = (self.next_sequence - 1) % self.capacity
+        self.clock[row] = self.ctl.machine.clock() if clock is None else clock
+        self.kind[row] = KIND_CODES[kind]
+        self.address[row], self.old[row], self.new[row] = int(address), int(old), int(new)
         self.next_sequence += 1
+
+    def _add_many(self, kinds, address, old, new, clock):
+        """Append events from arrays, in order (the latest ``capacity`` stay)."""
+        n = len(kinds)
+        if n > self.capacity:
+            cut = n - self.capacity
+            self.next_sequence += cut
+            kinds, address, old, new = kinds[cut:], address[cut:], old[cut:], new[cut:]
+            n = self.capacity
+        start = (self.next_sequence - 1) % self.capacity
+        first = min(n, self.capacity - start)         # up to the ring's end, then from 0
+        for lo, hi, src in ((start, start + first, slice(0, first)),
+                            (0, n - first, slice(first, n))):
+            if hi > lo:
+                self.clock[lo:hi] = clock
+                self.kind[lo:hi] = kinds[src]
+                self.address[lo:hi] = address[src]
+                self.old[lo:hi] = old[src]
+                self.new[lo:hi] = new[src]
+        self.next_sequence += n
+
+    @property
+    def lost(self):
+        """Events overwritten in the ring, and writes never recorded."""
+        return max(0, self.next_sequence - 1 - self.capacity) + self.never_recorded
+
+    def page(self, first, n):
+        """Events of sequences ``first`` .. ``first + n - 1`` as dicts."""
+        out = []
+        for q in range(first, first + n):
+            row = (q - 1) % self.capacity
+            out.append({"sequence": q, "clock": int(self.clock[row]),
+                        "kind": KIND_NAMES[int(self.kind[row])],
+                        "address": int(self.address[row]), "old": int(self.old[row]),
+                        "new": int(self.new[row])})
+        return out
 
     def start(self):
         pm = self.ctl.machine.ports
@@ -75,13 +133,14 @@ class History:
         def journaled_write(port, value, width=1):
             if not self.active or (port & 0xFFFF) not in self._ports:
                 return write(port, value, width)
-            self.compare()              # text written before this OUT comes first
+            self.drain()                # memory written before this OUT comes first
             handled = write(port, value, width)
             self._add("port", port & 0xFFFF, width, value & (0xFF if width == 1 else 0xFFFF))
             self.compare_mode()
             return handled
         self._hooked = hook(pm, {"write": journaled_write})
         self._pm = pm                   # this machine's (session.start may replace it)
+        self.video.journal_start(self.log)
         self.active = True
         self._slow_ports()
 
@@ -97,8 +156,10 @@ class History:
 
     def stop(self):
         if self.active:
-            self.compare()
+            self.drain()
+            self.catch_up()
             self.active = False
+            self.video.journal_stop()
             if self._hooked is not None:
                 unhook(*self._hooked)
                 self._hooked = None
@@ -110,7 +171,27 @@ class History:
             if not tracing and not getattr(pm, "fast_reads", True):
                 pm.set_fast_reads(True)
 
-    def compare(self):
+    def drain(self):
+        """Turn what the card logged since the last drain into events, in
+        order, at the clock now."""
+        entries, lost = self.log.drain()
+        # the log filled inside one slice (it holds LOG_ENTRIES): those
+        # writes are gone, and lost_events says so
+        self.never_recorded += lost
+        if not len(entries):
+            return
+        kinds, off, old, new = entries[:, 0], entries[:, 1], entries[:, 2], entries[:, 3]
+        apply_entries(entries, TEXT, self.vram)
+        if self.font is not None:
+            apply_entries(entries, FONT, self.font)
+        codes = np.where(kinds == TEXT, KIND_CODES["text"], KIND_CODES["font"]).astype(np.uint8)
+        self._add_many(codes, off, old, new, self.ctl.machine.clock())
+
+    def catch_up(self):
+        """Events for what the text (and font) memory holds that the journal
+        did not show, in address order (nothing in a graphics mode)."""
+        if self.video.is_graphics():
+            return
         now = np.frombuffer(self.video.vram_bytes(), dtype=np.uint8)
         changed = np.nonzero(now != self.vram)[0]
         if len(changed) > 1 and self.font is not None and not now.any():
@@ -122,9 +203,6 @@ class History:
             self.vram = now.copy()
         if self.font is not None:
             plane = self.video.planes[2]
-            if self.video.is_graphics():
-                self.font[:] = plane
-                return
             changed = np.nonzero(plane != self.font)[0]
             for a in changed.tolist():
                 self._add("font", a, self.font[a], plane[a])
@@ -136,10 +214,26 @@ class History:
         if mode != self.mode:
             self.mode = mode
             self._add("mode", mode[0], mode[1], mode[2])
+        graphics = bool(self.video.is_graphics())
+        if graphics != self.graphics:
+            self.graphics = graphics
+            if not graphics:
+                self.catch_up()         # back in a text mode: what changed meanwhile
+        if graphics:
+            self.cleared()
+
+    def cleared(self):
+        """In a VGA graphics mode: text memory that became all zero (a mode
+        set's clear) is one ``clear_text`` event."""
+        if self.font is None or not self.vram.any():
+            return
+        if not np.frombuffer(self.video.vram_bytes(), dtype=np.uint8).any():
+            self._add("clear_text", 0, 0, 0)
+            self.vram[:] = 0
 
     def after_slice(self, ctl):
         if self.active:
-            self.compare()
+            self.drain()
             self.compare_mode()
 
     def limit(self, ctl, cycles):
@@ -150,7 +244,7 @@ class History:
 
     @property
     def first_available(self):
-        return self.events[0]["sequence"] if self.events else self.next_sequence
+        return max(1, self.next_sequence - self.capacity)
 
 
 def _current(ctl, history_id, method):
@@ -169,6 +263,9 @@ def start(ctl, params):
     if video is None:
         raise device_absent("video.history.start: no video adapter is plugged in",
                             device="video")
+    if not callable(getattr(video, "journal_start", None)):
+        raise device_absent(f"video.history.start: the {video.adapter} card cannot journal "
+                            "its memory writes (no journal_start)", device="video")
     capacity = P.length(params.get("capacity", DEFAULT_CAPACITY), "capacity", MAX_CAPACITY)
     old = ctl.extensions.get("video_history")
     if old is not None:
@@ -208,7 +305,8 @@ def start(ctl, params):
 def read(ctl, params):
     h = _current(ctl, params.get("history_id"), "video.history.read")
     if h.active:
-        h.compare()
+        h.drain()
+        h.catch_up()
     n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
     cursor = params.get("cursor")
     after = h.first_available - 1
@@ -221,8 +319,8 @@ def read(ctl, params):
             raise invalid(f"cursor {after} is older than the retained events (first "
                           f"{h.first_available})", "CURSOR_EXPIRED",
                           first_available_sequence=h.first_available)
-    skip = after + 1 - h.first_available
-    events = [dict(e) for e in list(h.events)[skip:skip + n]]
+    count = min(n, h.next_sequence - 1 - after)
+    events = h.page(after + 1, count)
     last = events[-1]["sequence"] if events else after
     return {"history_id": h.id, "active": h.active,
             "first_available_sequence": h.first_available,

@@ -122,6 +122,10 @@ def r_emulator_info(c, fx, tmp):
     assert c.emulator.info().endpoint == f"127.0.0.1:{fx.port}"
 
 
+def r_auth(c, fx, tmp):
+    assert c.auth.auth().required is False          # (tokens: tests/test_rpc_access.py)
+
+
 def r_rpc_discover(c, fx, tmp):
     doc = c.rpc.discover()
     assert {m["name"] for m in doc.methods} == set(fx.server.methods)

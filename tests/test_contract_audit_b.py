@@ -310,8 +310,10 @@ def test_run_until_interrupt_predicate_stop_shape(c):
     out = c.call("execution.run_until", {"predicate": {
         "kind": "interrupt", "event": {"type": "software_interrupt", "number": 0x60, "al": 2}}})
     stop = wait(c, out["operation_id"])
-    assert set(stop) == {"kind", "predicate_id", "event", "hit_count", "registers"}
+    assert set(stop) == {"kind", "breakpoint_id", "predicate_id", "event", "hit_count",
+                         "registers"}
     assert stop["kind"] == "run_until" and stop["predicate_id"] == out["predicate_id"]
+    assert stop["breakpoint_id"] == out["predicate_id"]
     assert stop["event"] == {"type": "software_interrupt", "phase": "before_handler",
                              "number": 0x60, "ah": 0, "al": 2}
     assert ip_of(stop) == 7
@@ -329,8 +331,8 @@ def test_run_until_memory_predicate_stop_shape(c, kind, access):
     out = c.call("execution.run_until", {"predicate": {
         "kind": kind, "address": {"space": "linear", "offset": 0x10200}, "length": 2}})
     stop = wait(c, out["operation_id"])
-    assert set(stop) == {"kind", "predicate_id", "address", "length", "hit_count", "access",
-                         "registers"}
+    assert set(stop) == {"kind", "breakpoint_id", "predicate_id", "address", "length",
+                         "hit_count", "access", "registers"}
     assert stop["address"] == {"space": "linear", "offset": 0x10200} and stop["length"] == 2
     assert stop["access"]["kind"] == access and stop["hit_count"] == 1
     assert c.call("breakpoints.list") == {"breakpoints": []}
@@ -729,9 +731,9 @@ def test_serial_status_fields(com1):
                        "tx_start", "tx_next", "transport", "wire_timing"}
     assert (st["port"], st["base"], st["irq"]) == ("COM1", 0x3F8, 4)
     assert st["transport"] == "flow-controlled-rpc"
-    # pypc's UART models the baud rate (docs/rpc.md), so it says so: the
-    # contract's false describes an emulator without wire timing
-    assert st["wire_timing"] is True
+    # flow-controlled by default, as the contract's COM1 (--serial-timing
+    # wire is the opt-in that says true)
+    assert st["wire_timing"] is False
     assert (st["rx_pending"], st["tx_start"], st["tx_next"]) == (0, 0, 0)
 
 
@@ -774,7 +776,9 @@ def test_serial_write_is_allowed_while_running(com1):
 def test_serial_write_fills_the_queue_and_then_refuses(com1):
     # C602: it "refuses a full 65536-byte input queue"; "rejected input
     # preserves the UART, machine and revision".  (accepted counts the bytes
-    # that fit: 2 sent into room for 1 accepts 1, as the result's field says)
+    # that fit: 3 sent into room for 2 accepts 2, as the result's field says;
+    # flow-controlled, the first byte is in RBR at once, so the 65,536-byte
+    # queue holds the rest and rx_pending counts one more)
     c = com1.client()
     c.call("execution.pause")
     for _ in range(15):
@@ -782,8 +786,8 @@ def test_serial_write_fills_the_queue_and_then_refuses(com1):
     c.call("serial.write", {"data_base64": b64(bytes(4095))})
     before = c.call("state.get")
     assert c.call("serial.status")["rx_pending"] == 65535
-    out = c.call("serial.write", {"data_base64": b64(b"xy")})
-    assert out == {"accepted": 1, "rx_pending": 65536,
+    out = c.call("serial.write", {"data_base64": b64(b"xyz")})
+    assert out == {"accepted": 2, "rx_pending": 65537,
                    "state_revision": before["state_revision"] + 1}
     full = (c.call("serial.status"), c.call("state.get"))
     err = c.error("serial.write", {"data_base64": b64(b"z")})

@@ -180,6 +180,25 @@ def test_seek_busy_bit_step_time_interrupt_and_sense():
     assert rig.fdc.track[0] == 10
 
 
+def test_a_command_byte_drops_an_unsensed_seek_interrupt():
+    # the Super PC/Turbo XT BIOS recalibrates, does not sense it, seeks and
+    # waits for the seek's interrupt: the seek's command bytes drop INT, so
+    # its end is a new edge at the (edge-triggered) 8259; both statuses stay
+    # queued for sense interrupt status
+    rig = Rig()
+    rig.power_up()
+    rig.cmd(0x07, 0x00)
+    rig.run_until_irq()
+    edges = rig.pic.edges
+    rig.cmd(0x0F, 0x00, 0)
+    assert not rig.pic.level
+    rig.run_until_irq()
+    assert rig.pic.edges == edges + 1
+    assert rig.sense() == [0x20, 0]          # the recalibrate's
+    assert rig.sense() == [0x20, 0]          # the seek's
+    assert rig.sense() == [0x80] and not rig.pic.level
+
+
 def test_recalibrate_gives_up_after_77_steps():
     rig = Rig(image=pattern_image(737280))              # 80 cylinders
     rig.power_up()

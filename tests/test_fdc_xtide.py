@@ -151,8 +151,9 @@ def test_committed_rom_matches_source(tmp_path):
     src = os.path.join(os.path.dirname(X.__file__), "xtide.asm")
     out = tmp_path / "rom.bin"
     subprocess.run([nasm, "-f", "bin", "-o", str(out), src], check=True)
-    with open(X.ROM_PATH, "rb") as fh:
-        assert out.read_bytes() == fh.read()
+    import importlib.resources
+    assert out.read_bytes() == \
+        importlib.resources.files("pypc_plugins.xtide").joinpath(X.ROM_NAME).read_bytes()
     for name in ("fdc_xtchain", "fdc_xthd"):
         out = tmp_path / (name + ".bin")
         subprocess.run([nasm, "-f", "bin", "-o", str(out), os.path.join(HERE, name + ".asm")],

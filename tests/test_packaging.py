@@ -27,3 +27,20 @@ def test_import_names_from_another_directory(tmp_path):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
+
+
+def test_the_schemas_are_a_data_package_of_the_one_folder():
+    """schemas/ at the top stays the one source: installed as pypc_schemas
+    (in a wheel too: .ci/wheel_check), read through importlib.resources."""
+    import importlib.resources
+    from pypc_core.rpc import schemas
+    folder = importlib.resources.files("pypc_schemas")
+    assert Path(str(folder)).resolve() == ROOT / "schemas"
+    assert Path(str(schemas.schema_dir())).resolve() == ROOT / "schemas"
+    assert "memory.read" in schemas.load_method_schemas()
+
+
+def test_ci_checks_the_wheel_before_the_test_command():
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert "bash .ci/wheel_check" in ci
+    assert ci.index("bash .ci/wheel_check") < ci.index('bash -c "$TEST_COMMAND"')

@@ -206,7 +206,11 @@ def test_bare_refuses_the_json_rpc_options(tmp_path):
     load = ["--load", f"{tmp_path / 'p.bin'}@0:7C00", "--entry", "0:7C00"]
     for args, words in ((["--rpc-port", "2301"], "--rpc-port cannot be used with it"),
                         (["--rpc-port=0"], "--rpc-port cannot be used with it"),
-                        (["--serve"], "--serve cannot be used with it")):
+                        (["--serve"], "--serve cannot be used with it"),
+                        (["--rpc-socket", str(tmp_path / "s")],
+                         "--rpc-socket cannot be used with it"),
+                        (["--rpc-token-file", str(tmp_path / "p.bin")],
+                         "--rpc-token-file cannot be used with it")):
         proc = pypc(tmp_path, "run", "--headless", "--no-viewers", "--bare", *load, *args)
         assert proc.returncode == 2, proc.stderr
         assert error_lines(proc) == [

@@ -118,7 +118,9 @@ def test_a_hlt_event_is_the_waiting_context_and_only_time(trace):
         assert e["effects"] == []
         before, after = dict(e["registers_before"]), dict(e["registers_after"])
         before.pop("clock"), after.pop("clock")
-        assert before == after
+        # a wait is a Tick: the revision rises by one, nothing else changes
+        assert after.pop("state_revision") == before.pop("state_revision") + 1
+        assert before == after and before["in_hlt"] is True
     # each wait follows the HLT instruction or another wait
     for i, e in enumerate(events):
         if e["kind"] == "hlt":

@@ -24,16 +24,18 @@ from guest import program_bytes, run_to_phase, slots  # noqa: E402
 COM = 0x3F8
 CODE = 0x10000
 OUT = 0x20000
+WIRE = argparse.Namespace(serial_timing="wire")     # --serial-timing wire
 
 
 class Bench:
-    """A UART on a bare board with a real 8259 and a settable clock."""
+    """A UART on a bare board with a real 8259 and a settable clock; wire
+    timing unless ``timing`` says otherwise (most tests here time characters)."""
 
-    def __init__(self, base=COM, irq=4):
+    def __init__(self, base=COM, irq=4, timing="wire"):
         self.cycle = 0
         self.pic = Pic8259()
         self.bp = Backplane(clock=lambda: self.cycle, pic=self.pic)
-        self.uart = Uart8250("uart", base, irq)
+        self.uart = Uart8250("uart", base, irq, timing=timing)
         self.uart.attach(self.bp.board(self.uart.declaration))
         self.ports = self.bp.ports
         # PIC: edge triggered, vectors 08h, all IRQs unmasked
@@ -214,6 +216,50 @@ def test_iir_read_clears_thr_empty_interrupt_and_lowers_irq():
     assert not b.uart._irq.level
 
 
+# -- flow-controlled (the default) -----------------------------------------------------------
+
+def test_flow_control_moves_bytes_at_once_and_keeps_interrupts_real():
+    b = Bench(timing="flow")
+    assert b.uart.status()["wire_timing"] is False
+    assert b.uart.divisor == 0                      # never set: no matter
+    b.uart.write_input(b"R\r")
+    assert b.inp(5) & 0x01 and b.inp(0) == 0x52     # at once, no character time
+    assert b.inp(5) & 0x01 and b.inp(0) == 0x0D     # the next one as RBR was read
+    assert not b.inp(5) & 0x01
+    b.out(0, 0x41)                                  # THR: out at once
+    assert b.uart.read_output(0, 16) == (0, 1, b"A")
+    assert b.inp(5) & 0x60 == 0x60
+    # received-data interrupts are the 8250's: IER bit 0 and OUT2
+    b.out(4, 0x08)
+    b.out(1, 0x01)
+    assert not b.pic.irr & 0x10
+    b.uart.write_input(b"x")
+    b.at(1)
+    assert b.pic.irr & 0x10 and b.inp(2) == 0x04
+    assert b.inp(0) == ord("x") and b.inp(2) == 0x01
+    assert not b.uart._irq.level
+
+
+def test_flow_control_state_round_trip_keeps_each_ports_timing():
+    wire, flow = Bench(), Bench(timing="flow")
+    wire.setup(divisor=12)
+    wire.uart.write_input(b"ab")
+    state = wire.uart.get_state()
+    flow.uart.set_state(state)                      # the timing is configuration
+    assert flow.uart.status()["wire_timing"] is False and flow.uart.char_cycles() == 0
+    flow.at(5000)                                   # the byte in flight arrives as it was due
+    assert flow.inp(5) & 0x01 and flow.inp(0) == ord("a")
+    assert flow.inp(5) & 0x01 and flow.inp(0) == ord("b")   # the rest at once
+    back = Bench()
+    back.uart.set_state(flow.uart.get_state())
+    assert back.uart.char_cycles() == 4972          # 9600 baud again
+
+
+def test_unknown_serial_timing_is_refused():
+    with pytest.raises(ValueError, match="serial timing"):
+        Uart8250("uart", COM, 4, timing="fast")
+
+
 # -- host side ------------------------------------------------------------------------------
 
 def test_host_queue_limits_and_output_offsets():
@@ -322,7 +368,7 @@ def check_phase1(values):
 
 def test_serial_program_moves_1_mib_each_way():
     rng = np.random.default_rng(8250)
-    with Machine(MachineConfig(plugins=["cga", "uart"])) as m:
+    with Machine(MachineConfig(plugins=["cga", "uart"], options=WIRE)) as m:
         uart = m.devices["uart"]
         start_serial_program(m)
         assert run_to_phase(m, 2, 5)
@@ -352,7 +398,7 @@ def test_serial_phase1_same_with_fast_paths_off():
     the register checks give the same values and cycles either way."""
     results = []
     for fast in (True, False):
-        with Machine(MachineConfig(plugins=["cga", "uart"])) as m:
+        with Machine(MachineConfig(plugins=["cga", "uart"], options=WIRE)) as m:
             start_serial_program(m)
             m.ports.set_fast_reads(fast)
             assert run_to_phase(m, 2, 5)

@@ -1,5 +1,7 @@
-"""The viewers are on by default, as the API contract says: ``pypc run``
-serves telnet on 2300 and VNC on 5902 beside JSON-RPC on 2301;
+"""The viewers are on by default where the run serves someone, as the API
+contract says: the live view and the agent server (``--serve``) serve telnet
+on 2300 and VNC on 5902 beside JSON-RPC on 2301 (a job serves only the ports
+it names: tests/test_job_listeners.py);
 ``--no-telnet`` / ``--no-vnc`` / ``--no-viewers`` leave them out, port 0
 takes a free port and says which; an agent server's viewers follow
 ``session.start`` to the program's machine; a spawned pypc (console, MCP)
@@ -97,14 +99,16 @@ def stop(proc):
             proc.wait()
 
 
-def test_a_plain_run_serves_the_contract_ports(tmp_path):
-    """No option at all: telnet answers on 2300, an RFB 3.8 server on 5902,
-    JSON-RPC on 2301 -- all on 127.0.0.1 -- and Ctrl-C ends the run."""
+def test_an_agent_server_serves_the_contract_ports(tmp_path):
+    """A server role with no port option (``--headless --serve``; the live
+    view follows the same rule, pypc_core.argtypes.server_role): telnet
+    answers on 2300, an RFB 3.8 server on 5902, JSON-RPC on 2301 -- all on
+    127.0.0.1 -- and Ctrl-C ends the run."""
     busy = [p for p in CONTRACT_PORTS if not port_is_free(p)]
     if busy:
         pytest.skip(f"port(s) {busy} of this host are taken by another program")
     proc = subprocess.Popen(
-        pypc_command() + ["run", "--headless", "--speed", "1", "--timeout", "600",
+        pypc_command() + ["run", "--headless", "--serve", "--speed", "1",
                           "--floppy", str(floppy(tmp_path / "e.img", ECHO_BOOT))],
         env=pypc_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True)

@@ -450,7 +450,6 @@ def one_line_error(proc, *words):
 
 @pytest.mark.parametrize("args, words", [
     (["--vnc-port", "7000", "--telnet-port", "7000"], ["--telnet-port", "--vnc-port", "differ"]),
-    (["--vnc-port", "2301"], ["--vnc-port", "--rpc-port", "2301"]),
     (["--telnet-port", "7001", "--rpc-port", "7001"], ["--telnet-port", "--rpc-port"]),
     (["--vnc-port", "2301", "--telnet-port", "2301", "--rpc-port", "0"], ["differ"]),
     (["--vnc-port=-1"], ["outside 0-65535"]),
@@ -460,15 +459,24 @@ def one_line_error(proc, *words):
     (["--listen", "localhost"], ["--listen", "not an IP address"]),
     (["--no-viewers", "--listen", "0.0.0.0"], ["--listen", "--no-viewers"]),
     (["--no-telnet", "--no-vnc", "--listen", "0.0.0.0"], ["--listen", "leaves none"]),
-    # the defaults count: telnet 2300, VNC 5902, RPC 2301
-    (["--vnc-port", "2300"], ["--telnet-port and --vnc-port are both 2300"]),
-    (["--rpc-port", "5902"], ["--vnc-port and --rpc-port are both 5902"]),
-    (["--telnet-port", "2301"], ["--telnet-port and --rpc-port are both 2301"]),
     (["--telnet-port", "7002", "--no-telnet"], ["--telnet-port", "--no-telnet", "contradict"]),
     (["--vnc-port", "7003", "--no-viewers"], ["--vnc-port", "--no-viewers", "contradict"]),
+    (["--listen", "0.0.0.0"], ["--listen", "serves none", "--vnc-port"]),     # a job
 ])
 def test_bad_viewer_options(args, words):
     one_line_error(pypc_run(*args, "--timeout", "1", rpc=True, defaults=True), *words)
+
+
+@pytest.mark.parametrize("args, words", [
+    # a server role's defaults count: telnet 2300, VNC 5902, RPC 2301
+    (["--vnc-port", "2301"], ["--vnc-port", "--rpc-port", "2301"]),
+    (["--vnc-port", "2300"], ["--telnet-port and --vnc-port are both 2300"]),
+    (["--rpc-port", "5902"], ["--vnc-port and --rpc-port are both 5902"]),
+    (["--telnet-port", "2301"], ["--telnet-port and --rpc-port are both 2301"]),
+])
+def test_an_agent_servers_default_ports_count(args, words):
+    one_line_error(pypc_run("--serve", *args, rpc=True, defaults=True), *words)
+
 
 
 def test_the_same_port_as_rpc_is_fine_without_rpc(tmp_path):
@@ -627,7 +635,9 @@ def test_port_rules_in_process():
     frontends.check_args(viewer_args(vnc_port=2301, rpc_port=0))        # RPC on a free port
     frontends.check_args(viewer_args(vnc_port=2301, no_rpc=True))       # no RPC at all
     frontends.check_args(viewer_args(vnc_port=5902, telnet_port=2300))  # the contract's ports
-    for bad in (viewer_args(vnc_port=2301), viewer_args(vnc_port=2301, rpc_port=None),
+    frontends.check_args(viewer_args(vnc_port=2301))                    # a job: no RPC
+    for bad in (viewer_args(vnc_port=2301, serve=True),
+                viewer_args(vnc_port=2301, rpc_port=None, headless=False),
                 viewer_args(telnet_port=5000, vnc_port=5000, no_rpc=True)):
         with pytest.raises(PypcError):
             frontends.check_args(bad)

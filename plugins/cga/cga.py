@@ -158,6 +158,8 @@ class CGA(Device):
         self.clock = lambda: 0
         self._vram = None
         self._raster = None
+        self._board = None
+        self._journal = None
         self.reset()
 
     # -- wiring -----------------------------------------------------------
@@ -165,6 +167,7 @@ class CGA(Device):
         """Map the VRAM (and its alias), claim 3D0h-3DFh, put the raster
         fast path on 3DAh."""
         self.clock = board.clock
+        self._board = board
         self._vram = board.map_ram(VRAM_BASE, VRAM_SIZE)
         board.map_alias(VRAM_BASE + VRAM_SIZE, WINDOW_SIZE - VRAM_SIZE, VRAM_BASE)
         board.claim_ports(range(PORT_FIRST, PORT_LAST + 1),
@@ -193,6 +196,7 @@ class CGA(Device):
         self.epoch_frame = 0
         self.epoch_dots = self._now_dots()
         self._publish_raster()
+        self._journal_mode()
 
     def _now_dots(self):
         try:
@@ -224,6 +228,7 @@ class CGA(Device):
                 self._retime(lambda: setattr(self, "mode", value))
             else:
                 self.mode = value
+            self._journal_mode()
         elif p == 0x09:
             self.color = value
         elif p == 0x0B:
@@ -341,6 +346,31 @@ class CGA(Device):
 
     def vram_bytes(self):
         return self.vram().tobytes()
+
+    # -- write journal (video.history) ---------------------------------------
+    def journal_start(self, log):
+        """Journal every byte of video RAM a write changes into ``log`` (a
+        ``bus.journal.WriteLog``: kind ``TEXT``, the offset in the 16 KiB),
+        CPU writes at either copy and Python-side writes alike, in program
+        order -- while the card is in a text mode (graphics memory is not
+        journaled).  Until ``journal_stop`` the window's pages call a
+        compiled handler; without a journal they are plain RAM again."""
+        self.journal_stop()
+        if self._board is None:
+            raise RuntimeError("cga: not attached to a board")
+        self._journal = self._board.ram_journal(VRAM_BASE, VRAM_SIZE,
+                                                WINDOW_SIZE // VRAM_SIZE, log)
+        self._journal_mode()
+        self._journal.start()
+
+    def journal_stop(self):
+        if self._journal is not None:
+            self._journal.stop()
+            self._journal = None
+
+    def _journal_mode(self):
+        if getattr(self, "_journal", None) is not None:
+            self._journal.set_logging(not self.is_graphics())
 
     def start_address(self):
         """CRTC start address (R12:R13), in words (character positions)."""
@@ -622,6 +652,7 @@ class CGA(Device):
         self.epoch_dots = int(state["epoch_dots"])
         self.epoch_frame = int(state["epoch_frame"])
         self._publish_raster()
+        self._journal_mode()
 
 
 def encode_png(rgb):

@@ -17,6 +17,8 @@ Commands (low five bits; MT 80h, MF 40h, SK 20h): 02h read track, 03h
 specify, 04h sense drive status, 05h write data, 06h read data, 07h
 recalibrate, 08h sense interrupt status, 0Ah read ID, 0Dh format track, 0Fh
 seek.  Anything else is an invalid command: one result byte, ST0 = 80h.
+A command byte drops the INT line; the statuses of seeks, recalibrates and
+a reset that nobody sensed stay queued for sense interrupt status.
 
 Time (emulated CPU cycles; 4,772,727 a second)
     * the disk turns at 300 rpm (one revolution every 200 ms) once the
@@ -378,6 +380,13 @@ class Fdc765(Device):
             return
         if self.phase != "command":
             return                             # ignored, as by the chip
+        if self.int_line:
+            # a command byte drops INT: a seek's or recalibrate's end (or a
+            # reset's ready change) that was not sensed yet stays queued for
+            # sense interrupt status, and the next seek's end is a new edge
+            # (BIOSes that seek after a recalibrate without sensing it, as
+            # the Super PC/Turbo XT BIOS does, wait for that edge)
+            self._set_int(False)
         self.cmd.append(value)
         code = self.cmd[0] & 0x1F
         name, nparams = COMMANDS.get(code, ("invalid", 0))

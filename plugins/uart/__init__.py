@@ -7,7 +7,10 @@ serial ports.  The BIOS lists them in its data area and equipment word
 because their declarations carry the ``serial`` capability.
 
 Options: ``--serial-tcp PORT`` exposes COM1 as a raw TCP socket on
-127.0.0.1:PORT (for a terminal program).  The device is
+127.0.0.1:PORT (for a terminal program); ``--serial-timing flow|wire``
+(both ports): ``flow``, the default, moves bytes as soon as the other side
+has room (no baud delay), ``wire`` gives each character its time at the
+programmed baud rate.  The device is
 ``pypc_plugins.uart.uart.Uart8250``; its host side (``write_input``,
 ``read_output``, ``status``) is what the RPC ``serial.*`` methods use.
 """
@@ -15,7 +18,7 @@ Options: ``--serial-tcp PORT`` exposes COM1 as a raw TCP socket on
 from pypc_core import hookimpl
 
 from .fast import char_cycles
-from .uart import SerialError, TcpBridge, Uart8250
+from .uart import TIMINGS, SerialError, TcpBridge, Uart8250
 
 __all__ = ["Uart8250", "SerialError", "TcpBridge", "char_cycles", "SerialPortPlugin",
            "com1", "com2"]
@@ -43,11 +46,17 @@ class SerialPortPlugin:
             parser.add_argument(
                 "--serial-tcp", type=_tcp_port, metavar="PORT",
                 help="expose COM1 as a raw TCP socket on 127.0.0.1:PORT")
+            parser.add_argument(
+                "--serial-timing", choices=TIMINGS, default="flow",
+                help="flow (default): bytes move as soon as the other side has room, "
+                     "no baud delay; wire: each character takes its time at the "
+                     "programmed baud rate")
 
     @hookimpl
     def pypc_device_create(self, options):
         port = getattr(options, "serial_tcp", None) if self.tcp_option else None
-        return Uart8250(self.name, self.base, self.irq, tcp_port=port)
+        timing = getattr(options, "serial_timing", None) or "flow"
+        return Uart8250(self.name, self.base, self.irq, tcp_port=port, timing=timing)
 
     @hookimpl
     def pypc_machine_shutdown(self, machine):

@@ -7,7 +7,10 @@ so a polled guest moves bytes without leaving the compiled loop.
 
 Time is evaluated lazily: ``settle(st, cycle)`` applies every character
 event due by ``cycle`` (a byte leaving the shift register, a byte arriving
-from the host) before an access is answered.
+from the host) before an access is answered.  A flow-controlled port
+(``S_FLOW``, the default) has no character time: those events are due at
+the cycle they are scheduled, so a byte written to THR is out at once and a
+queued byte is in RBR as soon as RBR is free.
 """
 
 import numba
@@ -42,6 +45,7 @@ S_IN_HEAD = 17         # input queue: index of its first byte in the ring
 S_IN_COUNT = 18        # input queue: bytes waiting
 S_OUT_NEXT = 19        # absolute offset of the next output byte
 S_LAST_IN = 20         # modem inputs at the last look (for the deltas)
+S_FLOW = 21            # 1: flow-controlled (no character time); 0: wire timing
 S_WORDS = 32
 RING = 65536
 IN_BASE = S_WORDS
@@ -70,6 +74,15 @@ def char_cycles(lcr, divisor):
     den = 2 * CRYSTAL_HZ * CPU_DEN
     v = (num + den // 2) // den
     return v if v > 0 else 1
+
+
+@njit(**JIT)
+def rate(st, lcr, divisor):
+    """The character time the port uses: none when flow-controlled (a byte
+    moves as soon as the other side has room), else ``char_cycles``."""
+    if st[S_FLOW] != 0:
+        return 0
+    return char_cycles(lcr, divisor)
 
 
 @njit(**JIT)
@@ -223,7 +236,7 @@ def _set_rate(st, cycle, char):
     5.7 s a character -- then arrives at the rate the guest chose)."""
     old = st[S_CHAR]
     st[S_CHAR] = char
-    if old == char:
+    if old == char or old <= 0:
         return
     for due in (S_RX_DUE, S_TX_DUE):
         left = st[due] - cycle
@@ -248,8 +261,11 @@ def access(st, r, value, write, cycle):
                 if st[S_RX_HELD]:
                     # the held byte moves in one bit time later (a new edge)
                     st[S_RX_HELD] = 0
-                    bit = st[S_CHAR] // 10
-                    st[S_RX_DUE] = cycle + (bit if bit > 0 else 1)
+                    if st[S_FLOW] != 0:
+                        st[S_RX_DUE] = cycle          # flow-controlled: at once
+                    else:
+                        bit = st[S_CHAR] // 10
+                        st[S_RX_DUE] = cycle + (bit if bit > 0 else 1)
             return v
         if r == IER:
             return st[S_DLM] if dlab else st[S_IER]
@@ -275,7 +291,7 @@ def access(st, r, value, write, cycle):
     if r == RBR:
         if dlab:
             st[S_DLL] = value
-            _set_rate(st, cycle, char_cycles(st[S_LCR], (st[S_DLM] << 8) | value))
+            _set_rate(st, cycle, rate(st, st[S_LCR], (st[S_DLM] << 8) | value))
         else:
             st[S_THRE_PEND] = 0
             if st[S_TX_DUE] < 0:                 # shift register idle: takes it
@@ -290,14 +306,14 @@ def access(st, r, value, write, cycle):
     elif r == IER:
         if dlab:
             st[S_DLM] = value
-            _set_rate(st, cycle, char_cycles(st[S_LCR], (value << 8) | st[S_DLL]))
+            _set_rate(st, cycle, rate(st, st[S_LCR], (value << 8) | st[S_DLL]))
         else:
             if value & IER_THRE and not st[S_IER] & IER_THRE and st[S_LSR] & LSR_THRE:
                 st[S_THRE_PEND] = 1               # enabled with THR empty
             st[S_IER] = value & 0x0F
     elif r == LCR:
         st[S_LCR] = value
-        _set_rate(st, cycle, char_cycles(value, (st[S_DLM] << 8) | st[S_DLL]))
+        _set_rate(st, cycle, rate(st, value, (st[S_DLM] << 8) | st[S_DLL]))
     elif r == MCR:
         was_loop = st[S_MCR] & MCR_LOOP
         st[S_MCR] = value & 0x1F
@@ -320,8 +336,10 @@ def port_handler(ctx, port, value, op):
     return access(st, port & 7, value, op & 1, op >> 1)
 
 
-def new_state():
+def new_state(flow=True):
+    """A powered-on port: flow-controlled (``flow``) or wire-timed."""
     st = np.zeros(STATE_SIZE, dtype=np.int64)
+    st[S_FLOW] = 1 if flow else 0
     reset(st)
     return st
 
@@ -333,5 +351,5 @@ def reset(st):
     st[S_LSR] = LSR_THRE | LSR_TEMT
     st[S_TX_DUE] = -1
     st[S_RX_DUE] = -1
-    st[S_CHAR] = char_cycles(0, 0)
+    st[S_CHAR] = 0 if st[S_FLOW] else char_cycles(0, 0)
     st[S_LAST_IN] = MSR_CONNECTED

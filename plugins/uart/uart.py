@@ -16,15 +16,23 @@ Registers (base + n; DLAB is LCR bit 7)
     7  scratch
 
 Time
-    A character takes (1 start + data + parity + stop) bits of 16 x divisor
-    clocks of the 1.8432 MHz crystal, converted to emulated CPU cycles
-    (``char_cycles``).  THR hands its byte to the transmit shift register
-    at once when that is idle; the byte leaves (to the host's output ring,
-    or in loopback to the receiver) one character time later.  Received
-    bytes come from the host's input queue one character time apart, and
-    only as fast as the guest reads them: a byte that finds RBR still full
-    waits in the shift register (flow control, never an overrun) and moves
-    into RBR one bit time after the guest read it.
+    ``timing="flow"`` (the default; the contract's COM1): flow-controlled,
+    no character time.  A byte written to THR is in the host's output ring
+    (or, in loopback, in RBR) at once; a queued host byte moves into RBR as
+    soon as RBR is free (the guest read the one before), whatever divisor
+    and line control the guest set -- or did not set.  The divisor, LCR,
+    MCR, interrupts and status bits are the 8250's.
+
+    ``timing="wire"`` (``--serial-timing wire``): a character takes (1
+    start + data + parity + stop) bits of 16 x divisor clocks of the 1.8432
+    MHz crystal, converted to emulated CPU cycles (``char_cycles``).  THR
+    hands its byte to the transmit shift register at once when that is
+    idle; the byte leaves (to the host's output ring, or in loopback to the
+    receiver) one character time later.  Received bytes come from the
+    host's input queue one character time apart, and only as fast as the
+    guest reads them: a byte that finds RBR still full waits in the shift
+    register (flow control, never an overrun) and moves into RBR one bit
+    time after the guest read it.
 
 Host side (``SerialPort``-like API, 1:1 with the RPC ``serial.*`` methods)
     ``write_input(data)``: queue bytes for the guest (65,536 at most
@@ -69,6 +77,7 @@ COM_NAMES = {0x3F8: "COM1", 0x2F8: "COM2", 0x3E8: "COM3", 0x2E8: "COM4"}
 # always exit: they decide whether interrupts reach the PIC)
 COMPILED_REGS = (F.RBR, F.IIR, F.LCR, F.LSR, F.MSR, F.SCR)
 PEEKED_REGS = (F.IIR, F.LSR, F.MSR)
+TIMINGS = ("flow", "wire")               # --serial-timing
 
 
 class SerialError(PypcError):
@@ -78,7 +87,11 @@ class SerialError(PypcError):
 class Uart8250(Device):
     """One serial port.  ``base``/``irq``: 3F8h/4 (COM1) or 2F8h/3 (COM2)."""
 
-    def __init__(self, name="uart", base=0x3F8, irq=4, tcp_port=None):
+    def __init__(self, name="uart", base=0x3F8, irq=4, tcp_port=None, timing="flow"):
+        if timing not in TIMINGS:
+            raise ValueError(f"serial timing must be one of {', '.join(TIMINGS)}, "
+                             f"not {timing!r}")
+        self.timing = timing
         self.base = base
         self.irq_number = irq
         self.declaration = DeviceDeclaration(
@@ -93,7 +106,7 @@ class Uart8250(Device):
         self.bridge = None
         self.tcp_port = tcp_port
         self.host_poll_due = None
-        self.st = F.new_state()
+        self.st = F.new_state(flow=timing == "flow")
 
     # -- wiring ----------------------------------------------------------------------
     def attach(self, board):
@@ -309,7 +322,7 @@ class Uart8250(Device):
             "rx_pending": pending, "tx_start": self.tx_start, "tx_next": self.tx_next,
             "transport": ("virtual" if self.bridge is None
                           else f"tcp:127.0.0.1:{self.bridge.port}"),
-            "wire_timing": True,
+            "wire_timing": self.timing == "wire",
         }
 
     # -- snapshots -------------------------------------------------------------------
@@ -337,6 +350,9 @@ class Uart8250(Device):
             raise ValueError(f"{self.name} state does not fit this UART")
         st = self.st
         st[:F.S_WORDS] = words
+        # the timing is this port's configuration, not saved state
+        st[F.S_FLOW] = 1 if self.timing == "flow" else 0
+        st[F.S_CHAR] = F.rate(st, st[F.S_LCR], (st[F.S_DLM] << 8) | st[F.S_DLL])
         st[F.IN_BASE + (words[F.S_IN_HEAD] + np.arange(len(queue))) % F.RING] = \
             np.frombuffer(queue, dtype=np.uint8)
         start = words[F.S_OUT_NEXT] - len(out)

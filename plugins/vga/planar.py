@@ -36,6 +36,8 @@ controller chapters):
 import numpy as np
 from numba import njit
 
+from pypc_core.bus.journal import FONT, TEXT, log_append, voidptr
+
 PLANE_SIZE = 0x10000
 PLANE_MASK = PLANE_SIZE - 1
 FLOAT = 0xFF                     # a read nobody answers
@@ -472,3 +474,100 @@ def port_handler():
 
         _PORT_HANDLER = handler
     return _PORT_HANDLER
+
+
+# -- write journal (video.history): the same writes, and each changed text or font byte --
+# logged into a ``pypc_core.bus.journal.WriteLog`` (its ``words``): kind TEXT with the
+# offset in the text view (``VGA.text_view``: plane 0 and 1 bytes at even plane
+# addresses below 8000h, offset = address + plane), kind FONT with the plane 2 address;
+# nothing while the graphics controller selects a graphics mode (GC 6 bit 0: graphics
+# memory is not journaled)
+
+@njit(**JIT)
+def journaled_write(planes, st, a, v, log):
+    off = window_offset(st, a)
+    if off < 0:
+        return
+    if st[ST_CHAIN4] != 0:
+        addr = off & (PLANE_MASK & ~3)
+    elif st[ST_OE_WRITE] != 0:
+        addr = off & (PLANE_MASK & ~1)
+    else:
+        addr = off & PLANE_MASK
+    b0 = np.int64(planes[0, addr])
+    b1 = np.int64(planes[1, addr])
+    b2 = np.int64(planes[2, addr])
+    write_offset(planes, st, off, v)
+    if st[ST_GC + 6] & 1:
+        return
+    if addr < 0x8000 and (addr & 1) == 0:
+        n0 = np.int64(planes[0, addr])
+        if n0 != b0:
+            log_append(log, TEXT, addr, b0, n0)
+        n1 = np.int64(planes[1, addr])
+        if n1 != b1:
+            log_append(log, TEXT, addr + 1, b1, n1)
+    n2 = np.int64(planes[2, addr])
+    if n2 != b2:
+        log_append(log, FONT, addr, b2, n2)
+
+
+@njit(**JIT)
+def journaled_fill(planes, st, a, count, v, log):
+    for i in range(count):
+        journaled_write(planes, st, (a + i) & 0xFFFFF, v, log)
+
+
+@njit(**JIT)
+def journaled_fill_words(planes, st, a, count, w, log):
+    for i in range(count):
+        journaled_write(planes, st, (a + 2 * i) & 0xFFFFF, w & 0xFF, log)
+        journaled_write(planes, st, (a + 2 * i + 1) & 0xFFFFF, (w >> 8) & 0xFF, log)
+
+
+@njit(**JIT)
+def journaled_copy(planes, st, dst, src, count, log):
+    for i in range(count):
+        v = cpu_read(planes, st, (src + i) & 0xFFFFF)
+        journaled_write(planes, st, (dst + i) & 0xFFFFF, v, log)
+
+
+@njit(**JIT)
+def journaled_block(planes, st, a, data, log):
+    for i in range(data.shape[0]):
+        journaled_write(planes, st, (a + i) & 0xFFFFF, data[i], log)
+
+
+_JOURNAL_HANDLER = None
+J_PLANAR = 0         # journal handler context: address of the planar context
+J_LOG = 1            # address of the WriteLog's words
+J_LOG_WORDS = 2      # their length
+J_WORDS = 4
+
+
+def journal_handler():
+    """The window handler while a journal records: ``window_handler``'s
+    reads and writes, each write through ``journaled_write``.  Its context
+    is ``int64[J_WORDS]`` (the planar context's and the log's addresses)."""
+    global _JOURNAL_HANDLER
+    if _JOURNAL_HANDLER is None:
+        from numba import carray, cfunc, types
+        sig = types.int64(types.voidptr, types.int64, types.int64, types.int64)
+        ptr_add = _ptr_add()
+        st_size = ST_SIZE
+        st_bytes = ST_BYTES
+
+        @cfunc(sig, nopython=True, cache=True, error_model="numpy")
+        def handler(ctx, a, v, op):
+            c = carray(ctx, (J_WORDS,), np.int64)
+            base = voidptr(c[J_PLANAR])
+            st = carray(base, (st_size,), np.int64)
+            planes = carray(ptr_add(base, st_bytes), (4, PLANE_SIZE), np.uint8)
+            if (op & 1) == 0:
+                return cpu_read(planes, st, a)
+            log = carray(voidptr(c[J_LOG]), (c[J_LOG_WORDS],), np.int64)
+            journaled_write(planes, st, a, v, log)
+            return 0
+
+        _JOURNAL_HANDLER = handler
+    return _JOURNAL_HANDLER

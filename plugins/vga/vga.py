@@ -115,6 +115,7 @@ class VGA(Device):
         self.clock = clock if clock is not None else (lambda: 0)
         self._rasters = {}              # status port -> the board's raster primitive
         self._board = None
+        self._journal = None            # (WriteLog, handler context) while a journal records
         self.window = None              # the board's handler for A0000h-BFFFFh
         # registers the memory path needs, latches and planes: one buffer
         self.ctx, self.st, self.planes = planar.new_context()
@@ -258,18 +259,31 @@ class VGA(Device):
 
     def mem_write(self, address, value):
         """A CPU write of byte ``value`` at linear ``address``."""
+        if self._journal is not None:
+            return self._journaled(1, lambda log, i, n: planar.journaled_write(
+                self.planes, self.st, address & 0xFFFFF, value & 0xFF, log))
         planar.cpu_write(self.planes, self.st, address & 0xFFFFF, value & 0xFF)
 
     def mem_fill(self, address, count, value):
         """``count`` CPU writes of ``value`` from ``address`` upwards."""
+        if self._journal is not None:
+            return self._journaled(count, lambda log, i, n: planar.journaled_fill(
+                self.planes, self.st, (address + i) & 0xFFFFF, n, value & 0xFF, log))
         planar.fill(self.planes, self.st, address & 0xFFFFF, count, value & 0xFF)
 
     def mem_fill_words(self, address, count, word):
         """``count`` CPU word writes of ``word`` (REP STOSW): low byte first."""
+        if self._journal is not None:
+            return self._journaled(count, lambda log, i, n: planar.journaled_fill_words(
+                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log),
+                per=2)
         planar.fill_words(self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF)
 
     def mem_copy(self, dst, src, count):
         """``count`` CPU read/write pairs (latches go along, as REP MOVSB)."""
+        if self._journal is not None:
+            return self._journaled(count, lambda log, i, n: planar.journaled_copy(
+                self.planes, self.st, (dst + i) & 0xFFFFF, (src + i) & 0xFFFFF, n, log))
         planar.copy(self.planes, self.st, dst & 0xFFFFF, src & 0xFFFFF, count)
 
     def mem_block_read(self, address, count):
@@ -280,7 +294,63 @@ class VGA(Device):
 
     def mem_block_write(self, address, data):
         arr = np.frombuffer(bytes(data), dtype=np.uint8)
+        if self._journal is not None:
+            return self._journaled(len(arr), lambda log, i, n: planar.journaled_block(
+                self.planes, self.st, (address + i) & 0xFFFFF, arr[i:i + n], log))
         planar.write_block(self.planes, self.st, address & 0xFFFFF, arr)
+
+    # -- write journal (video.history) ---------------------------------------------------
+    def journal_start(self, log):
+        """Journal every text byte (kind ``TEXT``, its offset in ``text_view``)
+        and plane 2 byte (kind ``FONT``) a write changes into ``log`` (a
+        ``bus.journal.WriteLog``), CPU writes and the card's own (its
+        firmware, ``mem_*``) alike, in program order -- while the graphics
+        controller selects a text mode (graphics memory is not journaled).
+        Until ``journal_stop`` the window calls ``planar.journal_handler``
+        instead of ``planar.window_handler``."""
+        self.journal_stop()
+        if self._board is None:
+            raise RuntimeError("vga: not attached to a board")
+        ctx = np.zeros(planar.J_WORDS, dtype=np.int64)
+        ctx[planar.J_PLANAR] = self.ctx.ctypes.data
+        ctx[planar.J_LOG] = log.address
+        ctx[planar.J_LOG_WORDS] = len(log.words)
+        cf = planar.journal_handler()
+        handlers = []
+        for base, size in ((TEXT_BASE, WINDOW_BASE + WINDOW_SIZE - TEXT_BASE),
+                           (WINDOW_BASE, TEXT_BASE - WINDOW_BASE)):
+            h = self._board.overlay_compiled(base, size, cf, ctx)
+            h.write_block = self._journal_block
+            handlers.append(h)
+        self._journal = (log, ctx, handlers)
+
+    def journal_stop(self):
+        if self._journal is not None:
+            for base, size in ((TEXT_BASE, WINDOW_BASE + WINDOW_SIZE - TEXT_BASE),
+                               (WINDOW_BASE, TEXT_BASE - WINDOW_BASE)):
+                self._board.remove_overlay(base, size)
+            self._journal = None
+
+    def _journal_block(self, address, data):
+        """The bus's Python-side writes into the window while journaling."""
+        self.mem_block_write(address, np.asarray(data, dtype=np.uint8).tobytes())
+
+    def _journaled(self, count, fn, per=1):
+        """Run ``fn(log_words, start, n)`` over ``count`` items in chunks the
+        log has room for (an item writes ``per`` bytes, each up to three
+        entries), draining it (``flush``) before, between and after, so the
+        entries follow the CPU's in order."""
+        log = self._journal[0]
+        per_item = 3 * per
+        i = 0
+        log.flush_now()
+        while i < count:
+            if log.room() < per_item:
+                log.flush_now()
+            n = min(count - i, max(1, log.room() // per_item))
+            fn(log.words, i, n)
+            i += n
+        log.flush_now()
 
     def video_firmware(self, service):
         """The card's INT 10h (its ROM's services) for the system BIOS's

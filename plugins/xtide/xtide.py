@@ -24,7 +24,7 @@ its geometry as the storage layer finds it, and all its modes).  The ROM
 (2 KiB at D000:0000) gets its checksum byte here when it is mapped.
 """
 
-import os
+import importlib.resources
 
 from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
 from pypc_core.storage.image import DiskImageError, DiskWriteProtected, SECTOR_SIZE
@@ -39,13 +39,13 @@ PORTS = tuple(range(BASE, BASE + 8)) + (CTRL,)
 BSY, DRDY, DF, DSC, DRQ, ERR = 0x80, 0x40, 0x20, 0x10, 0x08, 0x01
 E_IDNF, E_UNC, E_ABRT = 0x10, 0x40, 0x04
 
-ROM_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "xtide_rom.bin")
+ROM_NAME = "xtide_rom.bin"          # package data of pypc_plugins.xtide (pyproject.toml)
 
 
 def rom_image():
-    """The assembled ROM with its checksum byte set (sum of all bytes 0)."""
-    with open(ROM_PATH, "rb") as fh:
-        data = bytearray(fh.read())
+    """The assembled ROM with its checksum byte set (sum of all bytes 0),
+    read with importlib.resources from wherever the package is installed."""
+    data = bytearray(importlib.resources.files(__package__).joinpath(ROM_NAME).read_bytes())
     data[-1] = (-sum(data[:-1])) & 0xFF
     return bytes(data)
 

@@ -142,6 +142,7 @@ class MemoryMap:
         self.page_kind = [KIND_UNMAPPED] * PAGE_COUNT
         self.page_owner = [None] * PAGE_COUNT
         self._handlers = {}              # page -> Handler
+        self._overlaid = {}              # page -> (PG_HANDLER bit, fn, ctx, handler) under an overlay
         self.handler_error = None        # first exception a Python handler raised
 
     # -- building the map --------------------------------------------------
@@ -238,6 +239,45 @@ class MemoryMap:
             self._handlers[p] = handler
         self.mem[base:base + size] = 0
 
+    def overlay_handler(self, base, size, handler):
+        """Put ``handler`` over the pages of ``base``/``size`` for a while
+        (a write journal, ``bus/journal.py``): every data access calls it,
+        whatever the pages are; their kind, owner, aliases and watch flags
+        stay as they are, and ``remove_overlay`` gives them back exactly.
+        The handler does what the pages did (writing the RAM and its alias
+        copies, or calling the window's own handler)."""
+        if not isinstance(handler, Handler):
+            raise TypeError("overlay_handler needs a pypc_core.bus.memory.Handler")
+        if base % PAGE_SIZE or size % PAGE_SIZE or size <= 0 or base + size > MEM_SIZE:
+            raise MemoryMapError(f"overlay {base:#07x}+{size:#x} is not 4 KiB pages in 1 MiB")
+        pages = range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT)
+        if any(p in self._overlaid for p in pages):
+            raise MemoryMapError(f"overlay {base:#07x}+{size:#x}: a page is overlaid already")
+        for p in pages:
+            self._overlaid[p] = (int(self.page_flags[p] & PG_HANDLER),
+                                 int(self.page_table[PT_FN + p]),
+                                 int(self.page_table[PT_CTX + p]), self._handlers.get(p))
+            self.page_table[PT_FN + p] = handler.address
+            self.page_table[PT_CTX + p] = handler.context
+            self._handlers[p] = handler
+            self.page_flags[p] |= PG_HANDLER
+
+    def remove_overlay(self, base, size):
+        """Undo ``overlay_handler`` on these pages (pages not overlaid are
+        left alone)."""
+        for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
+            saved = self._overlaid.pop(p, None)
+            if saved is None:
+                continue
+            bit, fn, ctx, h = saved
+            self.page_table[PT_FN + p] = fn
+            self.page_table[PT_CTX + p] = ctx
+            if h is None:
+                self._handlers.pop(p, None)
+            else:
+                self._handlers[p] = h
+            self.page_flags[p] = (self.page_flags[p] & ~PG_HANDLER) | bit
+
     def unmap(self, base, size):
         for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
             ring = self.alias_ring(p)
@@ -292,9 +332,21 @@ class MemoryMap:
         unless ``force`` (loading ROM images, firmware patching: the bytes
         go into ``mem`` as they are)."""
         address &= MEM_SIZE - 1
-        for i, b in enumerate(bytes(data)):
+        data = bytes(data)
+        i, n = 0, len(data)
+        while i < n:
             a = (address + i) & (MEM_SIZE - 1)
             page = a >> PAGE_SHIFT
+            h = self._handlers.get(page) if not force else None
+            block = getattr(h, "write_block", None) if h is not None else None
+            if block is not None and self.page_flags[page] & PG_HANDLER:
+                # a handler that takes a run of bytes (a write journal)
+                k = min(n - i, PAGE_SIZE - (a & (PAGE_SIZE - 1)))
+                block(a, np.frombuffer(data[i:i + k], dtype=np.uint8))
+                i += k
+                continue
+            b = data[i]
+            i += 1
             flags = self.page_flags[page]
             if force:
                 self.mem[a] = b

@@ -37,12 +37,14 @@ from .errors import (
     BadExecutable,
     PathOutsideMount,
     StartFailed,
+    Unauthenticated,
 )
 from .runtime import DecodeError, Model
-from .transport import ClientError, RequestTimeout, TransportError
+from .transport import (AuthError, ClientError, RequestTimeout, TransportError,
+                        read_token_file)
 from . import models
 
-__all__ = ["Client", "ClientError", "DecodeError", "Model", "RequestTimeout", "TransportError", "models",
+__all__ = ["AuthError", "Client", "ClientError", "DecodeError", "Model", "RequestTimeout", "TransportError", "models", "read_token_file",
            'RpcError',
            'ParseError',
            'InvalidRequest',
@@ -67,4 +69,5 @@ __all__ = ["Client", "ClientError", "DecodeError", "Model", "RequestTimeout", "T
            'BadExecutable',
            'PathOutsideMount',
            'StartFailed',
+           'Unauthenticated',
            ]

@@ -26,6 +26,20 @@ class AgentMethods(_Group):
         return decode(result, RESULT_SPECS['agent.capabilities'], 'agent.capabilities')
 
 
+class AuthMethods(_Group):
+    """The ``auth.*`` methods."""
+
+    def auth(self, *, token: str | None = None, rpc_timeout: float | None = None) -> M.AuthResult:
+        """``auth``: Authenticate this connection with the token of the server's --rpc-token-file (pypc extension; answered by the transport, in request order). Until then every other method is refused with UNAUTHENTICATED and nothing runs; without --rpc-token-file it needs no token and says so.
+
+        token: The first line of the server's --rpc-token-file."""
+        params = {}
+        if token is not None:
+            params['token'] = encode(token, 'str')
+        result = self._client.call('auth', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['auth'], 'auth')
+
+
 class BreakpointsMethods(_Group):
     """The ``breakpoints.*`` methods."""
 
@@ -644,6 +658,7 @@ class VideoMethods(_Group):
 #: method -> the type spec of its result (pypc_core.client.runtime)
 RESULT_SPECS = {
     'agent.capabilities': ('model', 'AgentCapabilitiesResult'),
+    'auth': ('model', 'AuthResult'),
     'breakpoints.create': ('model', 'Breakpoint'),
     'breakpoints.delete': ('model', 'BreakpointsDeleteResult'),
     'breakpoints.list': ('model', 'BreakpointsListResult'),
@@ -705,13 +720,20 @@ class Client:
     """A connection to a pypc JSON-RPC server.  Every method raises the
     ``errors`` class of the reply's ``error.data.reason``, ``RequestTimeout``
     after ``timeout`` seconds (per call: ``rpc_timeout=``) and
-    ``TransportError`` when the connection fails; nothing is retried."""
+    ``TransportError`` when the connection fails; nothing is retried.
+    ``socket_path`` connects to a ``pypc run --rpc-socket PATH`` instead of
+    TCP; ``token`` (the first line of the server's ``--rpc-token-file``,
+    ``read_token_file``) is sent in a first ``auth`` request (``AuthError``
+    if refused)."""
 
-    METHODS = ('agent.capabilities', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
+    METHODS = ('agent.capabilities', 'auth', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
 
-    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT):
-        self.transport = Transport(host, port, timeout)
+    def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT,
+                 *, socket_path=None, token=None):
+        self.transport = Transport(host, port, timeout, socket_path=socket_path,
+                                   token=token)
         self.agent = AgentMethods(self)
+        self.auth = AuthMethods(self)
         self.breakpoints = BreakpointsMethods(self)
         self.checkpoints = CheckpointsMethods(self)
         self.debug = DebugMethods(self)

@@ -158,6 +158,12 @@ class StartFailed(RpcError):
     reason = 'START_FAILED'
 
 
+class Unauthenticated(RpcError):
+    """UNAUTHENTICATED: the server has --rpc-token-file and this connection has not sent auth with its token (or the token was wrong); nothing ran."""
+
+    reason = 'UNAUTHENTICATED'
+
+
 REASONS = {
     'PARSE_ERROR': ParseError,
     'INVALID_REQUEST': InvalidRequest,
@@ -182,6 +188,7 @@ REASONS = {
     'BAD_EXECUTABLE': BadExecutable,
     'PATH_OUTSIDE_MOUNT': PathOutsideMount,
     'START_FAILED': StartFailed,
+    'UNAUTHENTICATED': Unauthenticated,
 }
 
 

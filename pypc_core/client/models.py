@@ -529,8 +529,8 @@ class TraceEvent(Model):
     clock_after: int
     clock_delta: int
     effects: list[TraceEffectMemoryRead | TraceEffectMemoryWrite | TraceEffectVariant3]
-    registers_before: TraceRegisters | None = None
-    registers_after: TraceRegisters | None = None
+    registers_before: Registers | None = None
+    registers_after: Registers | None = None
     interrupt: TraceEventInterrupt | None = None
 
     _pypc_fields = (
@@ -543,8 +543,8 @@ class TraceEvent(Model):
         ('clock_after', 'clock_after', 'int', True),
         ('clock_delta', 'clock_delta', 'int', True),
         ('effects', 'effects', ('list', ('union', (('model', 'TraceEffectMemoryRead'), ('model', 'TraceEffectMemoryWrite'), ('model', 'TraceEffectVariant3')))), True),
-        ('registers_before', 'registers_before', ('model', 'TraceRegisters'), False),
-        ('registers_after', 'registers_after', ('model', 'TraceRegisters'), False),
+        ('registers_before', 'registers_before', ('model', 'Registers'), False),
+        ('registers_after', 'registers_after', ('model', 'Registers'), False),
         ('interrupt', 'interrupt', ('model', 'TraceEventInterrupt'), False),
     )
 
@@ -609,28 +609,6 @@ class TraceEffectVariant3(Model):
     )
 
 MODELS['TraceEffectVariant3'] = TraceEffectVariant3
-
-@attrs.define(kw_only=True)
-class TraceRegisters(Model):
-    """Part of defs.json $defs/trace_event."""
-
-    general: RegistersGeneral
-    segments: RegistersSegments
-    ip: int
-    flags: int
-    flags_text: str
-    clock: int
-
-    _pypc_fields = (
-        ('general', 'general', ('model', 'RegistersGeneral'), True),
-        ('segments', 'segments', ('model', 'RegistersSegments'), True),
-        ('ip', 'ip', 'int', True),
-        ('flags', 'flags', 'int', True),
-        ('flags_text', 'flags_text', 'str', True),
-        ('clock', 'clock', 'int', True),
-    )
-
-MODELS['TraceRegisters'] = TraceRegisters
 
 @attrs.define(kw_only=True)
 class TraceEventInterrupt(Model):
@@ -752,6 +730,20 @@ class AgentCapabilitiesResultLimits(Model):
     )
 
 MODELS['AgentCapabilitiesResultLimits'] = AgentCapabilitiesResultLimits
+
+@attrs.define(kw_only=True)
+class AuthResult(Model):
+    """Part of the result of auth."""
+
+    authenticated: bool
+    required: bool
+
+    _pypc_fields = (
+        ('authenticated', 'authenticated', 'bool', True),
+        ('required', 'required', 'bool', True),
+    )
+
+MODELS['AuthResult'] = AuthResult
 
 @attrs.define(kw_only=True)
 class BreakpointsDeleteResult(Model):

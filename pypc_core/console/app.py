@@ -255,15 +255,19 @@ def render_memory(view):
     return Text("\n".join(lines))
 
 
-def run(port=None, run_args=()):
-    """``pypc console``: attach to ``port`` or start a pypc with ``run_args``."""
+def run(port=None, run_args=(), socket_path=None, token=None):
+    """``pypc console``: attach to ``port`` (or the Unix socket
+    ``socket_path``; ``token`` for a server with --rpc-token-file) or start a
+    pypc with ``run_args``."""
+    from ..client import Client
     spawned = None
-    if port is None:
+    if port is None and socket_path is None:
         from ..spawn import SpawnedPypc
         spawned = SpawnedPypc(list(run_args))
-        port = spawned.port
+        port, socket_path = spawned.port, spawned.socket_path
     try:
-        session = DebugSession(port=port)
+        session = DebugSession(client=Client(port=port or 2301, timeout=30,
+                                             socket_path=socket_path, token=token))
     except ClientError as exc:
         if spawned is not None:
             spawned.close()

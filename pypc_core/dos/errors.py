@@ -19,6 +19,7 @@ E_INVALID_DRIVE = 0x0F
 E_CURRENT_DIRECTORY = 0x10
 E_NOT_SAME_DEVICE = 0x11
 E_NO_MORE_FILES = 0x12
+E_GENERAL_FAILURE = 0x1F
 E_FILE_EXISTS = 0x50
 
 # (class, suggested action, locus) for INT 21h AH=59h
@@ -32,6 +33,7 @@ ERROR_CLASS = {
     E_NO_MEMORY: (0x01, 0x04, 0x05),
     E_INVALID_BLOCK: (0x07, 0x04, 0x05),
     E_NO_MORE_FILES: (0x08, 0x03, 0x02),
+    E_GENERAL_FAILURE: (0x0D, 0x04, 0x01),
     E_FILE_EXISTS: (0x0C, 0x03, 0x02),
 }
 
@@ -47,6 +49,11 @@ class DosError(Exception):
 class DosConfigError(PypcError):
     """The built-in DOS cannot start as configured (a drive that is not a
     folder, a program outside every drive)."""
+
+
+class DosStateError(PypcError):
+    """A saved DOS state does not fit this DOS (its drives, folders or open
+    files are not in the current mounts, or it is malformed)."""
 
 
 class LoadError(PypcError):

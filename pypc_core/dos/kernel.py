@@ -31,12 +31,12 @@ from ..cpu.registers import Registers
 from ..firmware.memio import BDA_TICKS, BDA_TICKS_ROLLOVER, Mem, linear
 from . import rom as dosrom
 from .errors import (
-    DosConfigError, DosError, LoadError, ERROR_CLASS,
+    DosConfigError, DosError, DosStateError, LoadError, ERROR_CLASS,
     E_ACCESS_DENIED, E_BAD_ENVIRONMENT, E_CURRENT_DIRECTORY,
     E_FILE_EXISTS, E_FILE_NOT_FOUND, E_INVALID_ACCESS, E_INVALID_BLOCK,
     E_INVALID_DRIVE, E_INVALID_FUNCTION, E_INVALID_HANDLE, E_MCB_DESTROYED,
     E_NO_MEMORY, E_NO_MORE_FILES, E_NOT_SAME_DEVICE, E_PATH_NOT_FOUND,
-    E_TOO_MANY_FILES,
+    E_GENERAL_FAILURE, E_TOO_MANY_FILES,
 )
 from .exe import parse as parse_program
 from .hostfs import HostDrive, device_name, fcb_form, is_valid_83, matches
@@ -77,11 +77,16 @@ class DosConfig:
     exit_after_batch: bool = True
 
 
-class SftEntry:
-    """An open file or device (the system file table is Python-side)."""
-    __slots__ = ("kind", "fd", "path", "mode", "refs", "pos", "name", "drive")
+SFT_KINDS = ("file", "CON", "NUL", "AUX", "PRN")
 
-    def __init__(self, kind, fd=None, path=None, mode=0, name="", drive=None):
+
+class SftEntry:
+    """An open file or device (the system file table is Python-side).  A
+    file is known by its drive and DOS path (``parts``); ``path`` is its host
+    path, for reports only."""
+    __slots__ = ("kind", "fd", "path", "mode", "refs", "pos", "name", "drive", "parts")
+
+    def __init__(self, kind, fd=None, path=None, mode=0, name="", drive=None, parts=None):
         self.kind = kind          # "file" | "CON" | "NUL" | "AUX" | "PRN"
         self.fd = fd
         self.path = path
@@ -90,9 +95,13 @@ class SftEntry:
         self.pos = 0
         self.name = name
         self.drive = drive
+        self.parts = list(parts) if parts is not None else None
 
     def as_dict(self):
-        return {"kind": self.kind, "path": self.path, "mode": self.mode, "refs": self.refs,
+        """The saved form: drive and DOS path, never a host path (a restored
+        state opens the file again inside the mounts of the machine it is
+        restored into)."""
+        return {"kind": self.kind, "parts": self.parts, "mode": self.mode, "refs": self.refs,
                 "pos": self.pos, "name": self.name, "drive": self.drive}
 
 
@@ -171,13 +180,36 @@ class Dos:
             return False
         service = getattr(self, "_svc_" + name)
         # dos.trace: a recorder (trace.py) sees the calls; none costs this test
-        result = service(r) if self.tracer is None else self.tracer.serve(name, service, r)
+        ah = r.ah                           # (the function asked for, for a fault report)
+        try:
+            result = service(r) if self.tracer is None else self.tracer.serve(name, service, r)
+        except Exception as exc:            # a fault of ours, never the guest's crash
+            result = self.internal_error(name, r, exc, ah)
         if result is None:
             regs[S.IP] = (int(regs[S.IP]) + 1) & 0xFFFF
         elif result == WAIT:
             r.if_ = True
             self.machine.cpu.ctl[S.C_HALTED] = 1
         return True
+
+    def internal_error(self, name, r, exc, ah):
+        """A service raised: the call fails as DOS reports a failure
+        (INT 21h: CF=1 and AX=1Fh "general failure" for functions 38h and
+        up, AL=FFh for the FCB functions, AL=00h for the others; another
+        service just returns) and a diagnostics line says what happened."""
+        what = f"INT 21h function {ah:02X}h" if name == "int21" else f"DOS service {name}"
+        self.machine.note("error", f"{what} failed inside pypc ({type(exc).__name__}: "
+                          f"{exc}); the call fails with DOS error 1Fh", source="dos")
+        log.warning("built-in DOS: %s failed", what, exc_info=True)
+        if name == "int21":
+            if ah >= 0x38:
+                self.set_error(r, E_GENERAL_FAILURE)
+            elif 0x0F <= ah <= 0x24 or 0x27 <= ah <= 0x29:
+                self.last_error = E_GENERAL_FAILURE
+                r.al = 0xFF
+            else:
+                r.al = 0x00
+        return None
 
     def _reset_state(self):
         for fd in self._files.values():
@@ -499,12 +531,7 @@ class Dos:
         folder, entry, name = self.drives[drive].resolve(parts)
         if entry.is_dir:
             raise DosError(E_ACCESS_DENIED)
-        host = self.drives[drive].host_path(folder, entry, name)
-        try:
-            with open(host, "rb") as fh:
-                data = fh.read(0xA0001)
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
+        data = self.drives[drive].read_file(folder, entry, 0xA0001)
         return f"{drive}:\\" + "\\".join(parts), data
 
     def load(self, path, tail, env_bytes, parent, jft=None):
@@ -586,7 +613,12 @@ class Dos:
                     self.release(idx)
                     mem.wb(addr + i, 0xFF)
             if psp != ROOT_PSP:
-                self.free_owned(psp)
+                try:
+                    self.free_owned(psp)
+                except DosError:
+                    self.machine.note("error", f"the program at PSP {psp:04X}h ended with "
+                                      f"its memory control blocks destroyed; its memory "
+                                      f"is not freed", source="dos")
         for off, vec in ((0x0A, 0x22), (0x0E, 0x23), (0x12, 0x24)):
             mem.set_vector(vec, mem.rw(base + off + 2), mem.rw(base + off))
         self.return_code = (kind << 8) | (code & 0xFF)
@@ -825,13 +857,19 @@ class Dos:
     def fd(self, idx, entry):
         fd = self._files.get(idx)
         if fd is None:
-            flags = (os.O_RDONLY, os.O_WRONLY, os.O_RDWR)[entry.mode if entry.mode < 3 else 2]
-            try:
-                fd = os.open(entry.path, flags)
-            except OSError:
-                raise DosError(E_ACCESS_DENIED) from None
+            fd = self._reopen(entry)
             self._files[idx] = fd
         return fd
+
+    def _reopen(self, entry):
+        """An fd of an open file's drive and DOS path, found again inside
+        the current mounts (DosError if it is not there)."""
+        hd = self.drives.get(entry.drive)
+        if hd is None or not entry.parts:
+            raise DosError(E_ACCESS_DENIED)
+        folder, found, name = hd.resolve(list(entry.parts))
+        entry.path = hd.host_path(folder, found, name)
+        return hd.open_file(folder, found, entry.mode)
 
     def open_path(self, path, mode, create=False, exclusive=False, attr=0):
         """A new handle for ``path`` (a device name gives the device)."""
@@ -850,26 +888,18 @@ class Dos:
             raise DosError(E_FILE_EXISTS)
         host = hd.host_path(folder, entry, name)
         if create:
-            flags = os.O_RDWR | os.O_CREAT | os.O_TRUNC
+            fd = hd.create_file(folder, entry, name, exclusive)
             mode = 2
+            if attr & 0x01:
+                try:
+                    os.fchmod(fd, 0o444)
+                except OSError:
+                    pass
         else:
             if mode > 2:
                 raise DosError(E_INVALID_ACCESS)
-            flags = (os.O_RDONLY, os.O_WRONLY, os.O_RDWR)[mode]
-        if hasattr(os, "O_NOFOLLOW"):
-            flags |= os.O_NOFOLLOW
-        try:
-            fd = os.open(host, flags, 0o666)
-        except FileNotFoundError:
-            raise DosError(E_FILE_NOT_FOUND) from None
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
-        if create and attr & 0x01:
-            try:
-                os.chmod(host, 0o444)
-            except OSError:
-                pass
-        entry = SftEntry("file", None, host, mode, parts[-1], drive)
+            fd = hd.open_file(folder, entry, mode)
+        entry = SftEntry("file", None, host, mode, parts[-1], drive, parts)
         try:
             handle = self.new_handle(entry)
         except DosError:
@@ -1175,10 +1205,7 @@ class Dos:
         folder, entry, name = hd.resolve(parts, must_exist=False)
         if entry is not None or device_name(name):
             raise DosError(E_ACCESS_DENIED)
-        try:
-            os.mkdir(hd.host_path(folder, None, name))
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
+        hd.mkdir(folder, name)
 
     def f3a(self, r):
         drive, parts, hd = self._dir_target(r)
@@ -1189,10 +1216,7 @@ class Dos:
         folder, entry, name = hd.resolve(parts, must_exist=False)
         if entry is None or not entry.is_dir:
             raise DosError(E_PATH_NOT_FOUND)
-        try:
-            os.rmdir(hd.host_path(folder, entry, name))
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
+        hd.rmdir(folder, entry)
 
     def f3b(self, r):
         drive, parts, hd = self._dir_target(r)
@@ -1237,13 +1261,10 @@ class Dos:
     def f41(self, r):
         drive, parts = self.parse_path(self.dos_path(r.ds, r.dx))
         hd = self.drives[drive]
-        folder, entry, name = hd.resolve(parts)
-        if entry.is_dir or device_name(name):
+        if parts and device_name(parts[-1]):
             raise DosError(E_ACCESS_DENIED)
-        try:
-            os.unlink(hd.host_path(folder, entry, name))
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
+        folder, entry, name = hd.resolve(parts)
+        hd.unlink(folder, entry)
 
     def f42(self, r):
         idx, entry = self.handle_entry(r.bx)
@@ -1267,22 +1288,19 @@ class Dos:
     def f43(self, r):
         drive, parts = self.parse_path(self.dos_path(r.ds, r.dx))
         hd = self.drives[drive]
+        if r.al not in (0, 1):
+            raise DosError(E_INVALID_FUNCTION)
+        if parts and device_name(parts[-1]):
+            raise DosError(E_FILE_NOT_FOUND)
         folder, entry, name = hd.resolve(parts)
-        host = hd.host_path(folder, entry, name)
         if r.al == 0:
             attr = 0x10 if entry.is_dir else 0x20
-            if not os.access(host, os.W_OK):
+            if not hd.writable(folder, entry):
                 attr |= 0x01
             r.cx = attr
             r.ax = attr
-        elif r.al == 1:
-            mode = os.stat(host).st_mode
-            try:
-                os.chmod(host, (mode & ~0o222) if r.cx & 1 else (mode | 0o200))
-            except OSError:
-                raise DosError(E_ACCESS_DENIED) from None
         else:
-            raise DosError(E_INVALID_FUNCTION)
+            hd.set_read_only(folder, entry, bool(r.cx & 1))
 
     def f44(self, r):
         al = r.al
@@ -1419,7 +1437,7 @@ class Dos:
                 i += 1
         fcb = linear(r.es, r.di)
         result = 0
-        if i + 1 < len(text) and text[i + 1] == ord(":") and chr(text[i]).isalpha():
+        if i + 1 < len(text) and text[i + 1] == ord(":") and chr(text[i]).upper() in _LETTERS:
             number = ord(chr(text[i]).upper()) - ord("A") + 1
             if chr(text[i]).upper() not in self.drives:
                 result = 0xFF
@@ -1432,7 +1450,8 @@ class Dos:
         def field(i, width):
             out = ""
             while i < len(text) and text[i] not in stops and text[i] >= 0x20:
-                ch = chr(text[i]).upper()
+                ch = chr(text[i])
+                ch = ch.upper() if ch in _LOWER else ch     # bytes 80h-FFh stay as they are
                 if ch == "*":
                     out = (out + "?" * width)[:width]
                 elif len(out) < width:
@@ -1610,12 +1629,13 @@ class Dos:
             return False
         listing = []
         if folder_parts:
-            listing += [(".", folder, True), ("..", os.path.dirname(folder), True)]
-        listing += [(e.dos, os.path.join(folder, e.host), e.is_dir) for e in entries]
+            here = hd.folder_stat(folder)
+            listing += [(".", here, True, None), ("..", here, True, None)]
+        listing += [(e.dos, e.stat, e.is_dir, e) for e in entries]
         if attr_mask == 0x08:
             return False                       # volume labels: a host folder has none
         while index < len(listing):
-            name, host, is_dir = listing[index]
+            name, st, is_dir, entry = listing[index]
             index += 1
             if is_dir and not attr_mask & 0x10:
                 continue
@@ -1625,12 +1645,10 @@ class Dos:
                         continue
             elif not matches(pattern, name):
                 continue
-            try:
-                st = os.stat(host)
-            except OSError:
+            if st is None:
                 continue
             attr = 0x10 if is_dir else 0x20
-            if not is_dir and not os.access(host, os.W_OK):
+            if not is_dir and not hd.writable(folder, entry):
                 attr |= 0x01
             tw, dw = dos_datetime(st.st_mtime)
             mem.ww(dta + 13, index)
@@ -1649,17 +1667,16 @@ class Dos:
         d2, p2 = self.parse_path(self.dos_path(r.es, r.di))
         if d1 != d2:
             raise DosError(E_NOT_SAME_DEVICE)
+        if not p1 or not p2:
+            raise DosError(E_ACCESS_DENIED)
         hd = self.drives[d1]
         f1, e1, n1 = hd.resolve(p1)
         f2, e2, n2 = hd.resolve(p2, must_exist=False)
-        if e2 is not None:
+        if e2 is not None or device_name(n1) or device_name(n2):
             raise DosError(E_ACCESS_DENIED)
-        if not p2:
-            raise DosError(E_ACCESS_DENIED)
-        try:
-            os.rename(hd.host_path(f1, e1, n1), hd.host_path(f2, None, n2))
-        except OSError:
-            raise DosError(E_ACCESS_DENIED) from None
+        if e1.is_dir and p2[:len(p1)] == p1:
+            raise DosError(E_ACCESS_DENIED)          # a folder into itself
+        hd.rename(f1, e1, f2, n2)
 
     def f57(self, r):
         idx, entry = self.handle_entry(r.bx)
@@ -1670,11 +1687,11 @@ class Dos:
         if r.al == 0:
             r.cx, r.dx = dos_datetime(os.fstat(fd).st_mtime)
         elif r.al == 1:
-            ts = host_timestamp(r.cx, r.dx)
             try:
+                ts = host_timestamp(r.cx, r.dx)
                 os.utime(fd, (ts, ts))
-            except (OSError, NotImplementedError):
-                os.utime(entry.path, (ts, ts))
+            except (OSError, OverflowError, ValueError):
+                raise DosError(E_ACCESS_DENIED) from None
         else:
             raise DosError(E_INVALID_FUNCTION)
 
@@ -1696,23 +1713,104 @@ class Dos:
             "shell": self.shell.get_state() if self.shell is not None else None,
         }
 
-    def set_state(self, state):
+    def prepare_state(self, state):
+        """Check a saved DOS state against this DOS and open its files again:
+        each open file by its drive and DOS path, found inside the current
+        mounts (never by a host path).  Returns what :meth:`set_state` puts
+        in place; raises DosStateError (with every file it opened closed,
+        nothing of the live DOS changed) when the state names a drive this
+        DOS lacks, a folder or file that is not there, or is malformed."""
+        if not isinstance(state, dict):
+            raise DosStateError("the DOS state is not an object")
+        saved = state.get("cwd")
+        if not isinstance(saved, dict) or sorted(saved) != sorted(self.drives):
+            theirs = ", ".join(f"{k}:" for k in sorted(saved)) if isinstance(saved, dict) else "?"
+            raise DosStateError(f"the saved DOS has drives {theirs or 'none'}; this one has "
+                                + ", ".join(f"{k}:" for k in sorted(self.drives)))
+        if state.get("cur_drive") not in self.drives:
+            raise DosStateError(f"the saved current drive {state.get('cur_drive')!r} is not "
+                                f"a drive of this DOS")
+        cwd = {}
+        for letter, parts in saved.items():
+            parts = _dos_parts(parts)
+            if parts is None:
+                raise DosStateError(f"the saved current folder of {letter}: is malformed")
+            try:
+                self.drives[letter].resolve_dir(parts)
+            except DosError:
+                raise DosStateError(f"the saved current folder {letter}:\\"
+                                    + "\\".join(parts) + f" is not in {self.drives[letter].root}")
+            cwd[letter] = parts
+        search = []
+        for item in state.get("search_dirs") or []:
+            if not (isinstance(item, (list, tuple)) and len(item) == 2
+                    and item[0] in self.drives and _dos_parts(item[1]) is not None):
+                raise DosStateError("a saved directory search is malformed")
+            search.append((item[0], tuple(_dos_parts(item[1]))))
+        sft, files = [], {}
+        live = {i: (e.drive, e.parts, e.mode) for i, e in enumerate(self.sft)
+                if e is not None and e.kind == "file" and i in self._files}
+        try:
+            for i, d in enumerate(state.get("sft") or []):
+                if d is None:
+                    sft.append(None)
+                    continue
+                e = self._saved_entry(d)
+                if e.kind == "file":
+                    key = (e.drive, e.parts, e.mode)
+                    if live.get(i) == key:
+                        files[i] = os.dup(self._files[i])     # the same file: keep it
+                        e.path = self.sft[i].path
+                    else:
+                        try:
+                            files[i] = self._reopen(e)
+                        except DosError as err:
+                            raise DosStateError(
+                                f"the saved open file {e.drive}:\\" + "\\".join(e.parts)
+                                + f" cannot be opened again in {self.drives[e.drive].root} "
+                                f"(DOS error {err.code:02X}h)") from None
+                sft.append(e)
+            if len(sft) > MAX_SFT:
+                raise DosStateError(f"the saved DOS has {len(sft)} open files (at most "
+                                    f"{MAX_SFT})")
+        except BaseException:
+            for fd in files.values():
+                os.close(fd)
+            raise
+        return {"sft": sft, "files": files, "cwd": cwd, "search_dirs": search}
+
+    def _saved_entry(self, d):
+        if not isinstance(d, dict) or d.get("kind") not in SFT_KINDS:
+            raise DosStateError("a saved open file is malformed")
+        mode, refs, pos = d.get("mode"), d.get("refs"), d.get("pos")
+        for v in (mode, refs, pos):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise DosStateError("a saved open file is malformed")
+        if mode > 2 or refs > 255 or pos > 0xFFFFFFFF or not isinstance(d.get("name"), str):
+            raise DosStateError("a saved open file is malformed")
+        parts = None
+        if d["kind"] == "file":
+            parts = _dos_parts(d.get("parts"))
+            if not parts or d.get("drive") not in self.drives:
+                raise DosStateError("a saved open file names no file on a drive of this DOS")
+        e = SftEntry(d["kind"], None, None, mode, d["name"], d.get("drive"), parts)
+        e.refs, e.pos = refs, pos
+        return e
+
+    def set_state(self, state, prepared=None):
+        """Restore a saved state (``prepared``: what :meth:`prepare_state`
+        returned for it; prepared here when not given)."""
+        if prepared is None:
+            prepared = self.prepare_state(state)
         for fd in self._files.values():
             try:
                 os.close(fd)
             except OSError:
                 pass
-        self._files = {}
-        self.sft = []
-        for d in state["sft"]:
-            if d is None:
-                self.sft.append(None)
-                continue
-            e = SftEntry(d["kind"], None, d["path"], d["mode"], d["name"], d["drive"])
-            e.refs, e.pos = d["refs"], d["pos"]
-            self.sft.append(e)
+        self.sft = prepared["sft"]
+        self._files = prepared["files"]
         self.cur_drive = state["cur_drive"]
-        self.cwd = {k: list(v) for k, v in state["cwd"].items()}
+        self.cwd = prepared["cwd"]
         self.current_psp = state["current_psp"]
         self.dta = tuple(state["dta"])
         for key in ("break_flag", "verify", "last_error", "return_code", "exited",
@@ -1720,7 +1818,7 @@ class Dos:
             setattr(self, key, state[key])
         self.date = tuple(state["date"])
         self.started = state["started"]
-        self.search_dirs = list(state["search_dirs"])
+        self.search_dirs = list(prepared["search_dirs"])
         self.line = None if state["line"] is None else bytearray(state["line"])
         if state.get("shell") is not None:
             from .shell import Shell
@@ -1730,10 +1828,20 @@ class Dos:
         else:
             self.shell = None
 
+    def discard_prepared(self, prepared):
+        """Close the files a :meth:`prepare_state` opened and that were not used."""
+        for fd in prepared["files"].values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
 
 # ----------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 FUNCTIONS = {}
 for _name, _fn in list(vars(Dos).items()):
     if len(_name) == 3 and _name[0] == "f":
@@ -1741,6 +1849,15 @@ for _name, _fn in list(vars(Dos).items()):
             FUNCTIONS[int(_name[1:], 16)] = _fn
         except ValueError:
             pass
+
+
+def _dos_parts(value):
+    """``value`` as a list of DOS 8.3 names (a saved DOS path), or None."""
+    if not isinstance(value, (list, tuple)) or len(value) > 32:
+        return None
+    if not all(isinstance(p, str) and is_valid_83(p) for p in value):
+        return None
+    return list(value)
 
 
 def normalise_name(piece, wildcards=False):

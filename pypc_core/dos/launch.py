@@ -122,17 +122,19 @@ def resolve_program(program, drives):
         else:
             where = ", ".join(f"{k}: = {v.root}" for k, v in sorted(drives.items()))
             raise PypcError(f"{program}: outside the mounted folders ({where}), or a "
-                            f"link leading out of them; DOS cannot reach it")
+                            f"symlink (the DOS follows none); DOS cannot reach it")
     if not os.path.isfile(host):
         raise PypcError(f"{program}: not a regular file")
     if not parts[-1].upper().endswith(PROGRAM_EXTENSIONS):
         raise PypcError(f"{program}: not a DOS program (a .COM, .EXE or .BAT file)")
     if not parts[-1].upper().endswith(".BAT"):
-        try:
-            with open(host, "rb") as fh:
-                parse_program(fh.read(0xA0001), program)
-        except OSError as exc:
-            raise PypcError(f"{program}: cannot read: {exc.strerror or exc}") from None
+        try:                                # through the drive, as the DOS will read it
+            folder, entry, _name = hd.resolve(parts)
+            data = hd.read_file(folder, entry, 0xA0001)
+        except DosError as exc:
+            raise PypcError(f"{program}: cannot read it from drive {letter}: "
+                            f"(DOS error {exc.code:02X}h)") from None
+        parse_program(data, program)
     return f"{letter}:\\" + "\\".join(parts), drives
 
 

@@ -16,11 +16,10 @@ Redirection, pipes, IF, GOTO, FOR and CALL are not provided.
 """
 
 import os
-import shutil
 
 from ..firmware.memio import linear
 from . import rom as dosrom
-from .errors import DosError, LoadError
+from .errors import E_ACCESS_DENIED, DosError, LoadError
 from .hostfs import device_name, fcb_form, matches
 
 SHELL_PARAGRAPHS = 0x30          # PSP (10h) + a 512-byte stack
@@ -262,8 +261,8 @@ class Shell:
             self.out("Unable to create directory\n")
             return None
         try:
-            os.mkdir(hd.host_path(folder, None, name))
-        except OSError:
+            hd.mkdir(folder, name)
+        except DosError:
             self.out("Unable to create directory\n")
 
     def cmd_rd(self, r, rest):
@@ -274,8 +273,8 @@ class Shell:
             self.out("Invalid path, not directory,\nor directory not empty\n")
             return None
         try:
-            os.rmdir(hd.host_path(folder, entry, name))
-        except OSError:
+            hd.rmdir(folder, entry)
+        except DosError:
             self.out("Invalid path, not directory,\nor directory not empty\n")
 
     def _matching(self, spec):
@@ -308,11 +307,7 @@ class Shell:
         self.out(f" Directory of {drive}:\\" + "\\".join(folder_parts) + "\n\n")
         files = total = 0
         for e in entries:
-            host = os.path.join(folder, e.host)
-            try:
-                st = os.stat(host)
-            except OSError:
-                continue
+            st = e.stat
             base, _dot, ext = e.dos.partition(".")
             tw, dw = dos_datetime(st.st_mtime)
             date = f"{(dw >> 5) & 15:2d}-{dw & 31:02d}-{((dw >> 9) + 80) % 100:02d}"
@@ -339,8 +334,7 @@ class Shell:
         if entry.is_dir:
             self.out("Access denied\n")
             return None
-        with open(hd.host_path(folder, entry, name), "rb") as fh:
-            data = fh.read(MAX_BATCH_BYTES)
+        data = hd.read_file(folder, entry, MAX_BATCH_BYTES)
         end = data.find(b"\x1a")
         dos.con_write(data if end < 0 else data[:end])
 
@@ -355,8 +349,8 @@ class Shell:
         hd = self.dos.drives[_drive]
         for e in files:
             try:
-                os.unlink(hd.host_path(folder, e, e.dos))
-            except OSError:
+                hd.unlink(folder, e)
+            except DosError:
                 self.out(f"Access denied - {e.dos}\n")
 
     def cmd_copy(self, r, rest):
@@ -379,22 +373,55 @@ class Shell:
             dfolder = dhd.resolve_dir(dparts)
             target_name = None
         except DosError:
+            if not dparts:
+                raise
             dfolder = dhd.resolve_dir(dparts[:-1])
             target_name = dparts[-1]
         shd = dos.drives[sdrive]
         copied = 0
         for e in files:
             name = e.dos if target_name is None or "?" in fcb_form(target_name) else target_name
+            if device_name(name):
+                self.out("Access denied\n")
+                continue
             existing = dhd.lookup(dfolder, name)
-            target = dhd.host_path(dfolder, existing, name)
-            source = shd.host_path(sfolder, e, e.dos)
-            if os.path.exists(target) and os.path.samefile(source, target):
+            if existing is not None and existing.is_dir:
+                self.out("Access denied\n")
+                continue
+            if existing is not None and same_file(shd.stat(sfolder, e),
+                                                  dhd.stat(dfolder, existing)):
                 self.out("File cannot be copied onto itself\n")
                 continue
-            shutil.copyfile(source, target)
+            try:
+                self._copy_one(shd, sfolder, e, dhd, dfolder, existing, name)
+            except DosError as err:
+                self.out(error_text(err.code) + "\n")
+                continue
             self.out(e.dos + "\n")
             copied += 1
         self.out(f"{copied:9d} file(s) copied\n")
+
+    @staticmethod
+    def _copy_one(shd, sfolder, entry, dhd, dfolder, existing, name):
+        """Copy one file through the drives' own operations (no link is
+        followed at either end; a name the guest cannot see is refused)."""
+        src = shd.open_file(sfolder, entry, 0)
+        try:
+            dst = dhd.create_file(dfolder, existing, name)
+            try:
+                while True:
+                    block = os.read(src, 1 << 16)
+                    if not block:
+                        break
+                    view = memoryview(block)
+                    while view:
+                        view = view[os.write(dst, view):]
+            except OSError:
+                raise DosError(E_ACCESS_DENIED) from None
+            finally:
+                os.close(dst)
+        finally:
+            os.close(src)
 
     # -- programs ------------------------------------------------------------------
     def find_program(self, word):
@@ -446,8 +473,7 @@ class Shell:
         drive, parts = dos.parse_path(path)
         hd = dos.drives[drive]
         folder, entry, name = hd.resolve(parts)
-        with open(hd.host_path(folder, entry, name), "rb") as fh:
-            text = fh.read(MAX_BATCH_BYTES).split(b"\x1a")[0].decode("latin-1")
+        text = hd.read_file(folder, entry, MAX_BATCH_BYTES).split(b"\x1a")[0].decode("latin-1")
         lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         self.batch = {"lines": lines, "index": 0, "args": [path] + list(args)}
 
@@ -460,9 +486,17 @@ class Shell:
                 "need_prompt": self.need_prompt, "child_running": self.child_running,
                 "errorlevel": self.errorlevel, "exit_after_batch": self.exit_after_batch}
 
+    _STATE_KEYS = ("psp", "env_seg", "echo", "batch", "need_prompt", "child_running",
+                   "errorlevel", "exit_after_batch")
+
     def set_state(self, state):
-        for key, value in state.items():
-            setattr(self, key, value)
+        for key in self._STATE_KEYS:          # only the shell's own fields
+            setattr(self, key, state[key])
+
+
+def same_file(a, b):
+    """Two ``stat`` results are of one host file (two drives may mount one folder)."""
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def split_command(line):

@@ -151,7 +151,15 @@ class Bios:
             return False
         regs = self.machine.cpu.regs
         r = Registers(regs)
-        result = getattr(self, "_svc_" + name)(r)
+        try:
+            result = getattr(self, "_svc_" + name)(r)
+        except Exception as exc:            # a fault of ours, never the guest's crash
+            self.machine.note("error", f"BIOS service {name} failed inside pypc "
+                              f"({type(exc).__name__}: {exc}); the call returns CF=1, "
+                              f"AH=01h", source="bios")
+            r.cf = True
+            r.ah = 0x01
+            result = None
         if result is None:
             regs[S.IP] = (int(regs[S.IP]) + 1) & 0xFFFF
         elif result == WAIT:

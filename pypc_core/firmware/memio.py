@@ -1,14 +1,15 @@
 """Physical-memory access for BIOS services, and the BIOS data area layout.
 
 Services write guest memory the way the CPU (or DMA) would: ROM and unmapped
-pages are left alone.  Bulk transfers go through numpy slices one 4 KiB page
+pages are left alone, and a page with a handler (a device window, or a
+write journal while one records) is written through its handler.  Bulk transfers go through numpy slices one 4 KiB page
 at a time, so a disk read of 18 sectors costs microseconds, not a Python loop
 per byte.
 """
 
 import numpy as np
 
-from ..cpu.state import PAGE_SHIFT, PG_READONLY
+from ..cpu.state import PAGE_SHIFT, PG_HANDLER, PG_READONLY
 
 MEM_MASK = 0xFFFFF
 PAGE = 1 << PAGE_SHIFT
@@ -86,7 +87,10 @@ class Mem:
     def wb(self, addr, value):
         m = self.memory
         addr &= MEM_MASK
-        if not m.page_flags[addr >> PAGE_SHIFT] & PG_READONLY:
+        flags = m.page_flags[addr >> PAGE_SHIFT]
+        if flags & PG_HANDLER:
+            m.write(addr, bytes([value & 0xFF]))      # the window's handler (a journal)
+        elif not flags & PG_READONLY:
             m.mem[addr] = value & 0xFF
 
     def ww(self, addr, value):
@@ -114,7 +118,10 @@ class Mem:
         while pos < n:
             a = (addr + pos) & MEM_MASK
             chunk = min(n - pos, PAGE - (a & (PAGE - 1)))
-            if not m.page_flags[a >> PAGE_SHIFT] & PG_READONLY:
+            flags = m.page_flags[a >> PAGE_SHIFT]
+            if flags & PG_HANDLER:
+                m.write(a, arr[pos:pos + chunk].tobytes())    # the window's handler
+            elif not flags & PG_READONLY:
                 m.mem[a:a + chunk] = arr[pos:pos + chunk]
             pos += chunk
 

@@ -5,9 +5,12 @@
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
-As the API contract says, ``pypc run`` (but ``--bare``) serves both viewers by default:
-telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301, all on 127.0.0.1
-unless ``--listen ADDR`` says otherwise (the RPC port stays on 127.0.0.1).
+As the API contract says, a server role -- the live view, the agent server
+``--headless --serve`` (:func:`pypc_core.argtypes.server_role`) -- serves both
+viewers by default: telnet on 2300 and VNC on 5902, beside JSON-RPC on 2301,
+all on 127.0.0.1 unless ``--listen ADDR`` says otherwise (the RPC port stays
+on 127.0.0.1).  A job (``--headless`` without ``--serve``, a PROGRAM,
+``--bare``, ``pypc screenshot``) serves only a viewer whose port it names.
 ``--telnet-port PORT`` / ``--vnc-port PORT`` move them (0: any free port,
 printed on stderr); ``--no-telnet``, ``--no-vnc`` and ``--no-viewers`` leave
 them out.  With the RPC server on they are view-only; under ``--no-rpc``
@@ -39,12 +42,19 @@ def add_arguments(parser):
     g = parser.add_argument_group("viewers and sound")
     g.add_argument("--telnet-port", type=tcp_port, metavar="PORT",
                    help="serve the text screen to telnet clients on PORT "
-                        f"(default {DEFAULT_TELNET_PORT}; 0: any free port, printed on "
-                        "stderr); view-only unless --no-rpc")
+                        f"(default {DEFAULT_TELNET_PORT} in the live view and with --serve; "
+                        "a job (--headless, PROGRAM) serves it only when given; 0: any "
+                        "free port, printed on stderr); view-only unless --no-rpc")
     g.add_argument("--vnc-port", type=tcp_port, metavar="PORT",
                    help="serve the screen to VNC viewers (RFB 3.8) on PORT "
-                        f"(default {DEFAULT_VNC_PORT}; 0: any free port, printed on "
-                        "stderr); view-only unless --no-rpc")
+                        f"(default {DEFAULT_VNC_PORT} in the live view and with --serve; "
+                        "a job (--headless, PROGRAM) serves it only when given; 0: any "
+                        "free port, printed on stderr); view-only unless --no-rpc")
+    g.add_argument("--vnc-password-file", metavar="FILE",
+                   help="VNC viewers must answer RFB VNC Authentication (security type 2) "
+                        "with the password on FILE's first line (at most 8 characters; "
+                        "FILE readable by its owner only); telnet has no password: use "
+                        "--no-telnet beside it")
     g.add_argument("--no-telnet", action="store_true", help="no telnet viewer")
     g.add_argument("--no-vnc", action="store_true", help="no VNC viewer")
     g.add_argument("--no-viewers", action="store_true",
@@ -62,23 +72,36 @@ def add_arguments(parser):
 
 def viewer_ports(args):
     """(telnet port, VNC port) ``args`` asks for, None for a viewer left
-    out (their defaults unless --no-telnet / --no-vnc / --no-viewers)."""
+    out.  A server role (:func:`~pypc_core.argtypes.server_role`: the live
+    view, --serve) serves both on their defaults unless --no-telnet /
+    --no-vnc / --no-viewers; a job serves only a viewer whose port it
+    names."""
+    from ..argtypes import server_role
     none = getattr(args, "no_viewers", False)
     telnet = getattr(args, "telnet_port", None)
     vnc = getattr(args, "vnc_port", None)
+    defaults = server_role(args)
     if none or getattr(args, "no_telnet", False):
         telnet = None
-    elif telnet is None:
+    elif telnet is None and defaults:
         telnet = DEFAULT_TELNET_PORT
     if none or getattr(args, "no_vnc", False):
         vnc = None
-    elif vnc is None:
+    elif vnc is None and defaults:
         vnc = DEFAULT_VNC_PORT
     return telnet, vnc
 
 
 def rpc_enabled(args):
     return not getattr(args, "no_rpc", False)
+
+
+def rpc_port(args):
+    """The JSON-RPC TCP port ``args`` serves (None: none): --rpc-port, else
+    2301 for a server role, else none -- the same rule as the viewers
+    (:func:`pypc_core.rpc.launch.tcp_port`)."""
+    from ..rpc.launch import tcp_port
+    return tcp_port(args)
 
 
 def check_args(args):
@@ -97,10 +120,9 @@ def check_args(args):
         ports.append(("--telnet-port", telnet))
     if vnc:
         ports.append(("--vnc-port", vnc))
-    rpc_port = getattr(args, "rpc_port", None)
-    rpc_port = DEFAULT_RPC_PORT if rpc_port is None else rpc_port
-    if ports and rpc_enabled(args) and rpc_port:
-        ports.append(("--rpc-port", rpc_port))
+    rpc = rpc_port(args)
+    if ports and rpc:
+        ports.append(("--rpc-port", rpc))
     for i, (name_a, a) in enumerate(ports):
         for name_b, b in ports[i + 1:]:
             if a == b:
@@ -114,8 +136,20 @@ def check_args(args):
             raise PypcError(f"--listen {listen!r} is not an IP address "
                             f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
         if telnet is None and vnc is None and getattr(args, "gdb", None) is None:
-            raise PypcError("--listen is the viewers' (and --gdb's) address, and --no-viewers (or "
-                            "--no-telnet --no-vnc) leaves none")
+            if getattr(args, "no_viewers", False) or (getattr(args, "no_telnet", False)
+                                                      and getattr(args, "no_vnc", False)):
+                raise PypcError("--listen is the viewers' address, and --no-viewers (or "
+                                "--no-telnet --no-vnc) leaves none")
+            raise PypcError("--listen is the viewers' address, and this run serves none: "
+                            "a job (--headless, a PROGRAM) serves a viewer only when "
+                            "--telnet-port or --vnc-port names its port")
+    args.vnc_password = None
+    password_file = getattr(args, "vnc_password_file", None)
+    if password_file is not None:
+        if vnc is None:
+            raise PypcError("--vnc-password-file: this run serves no VNC viewer (a job, "
+                            "such as --headless, serves one only with --vnc-port)")
+        args.vnc_password = read_vnc_password(password_file)
     audio = getattr(args, "audio", None)
     if audio:
         if os.path.isdir(audio):
@@ -125,11 +159,26 @@ def check_args(args):
             raise PypcError(f"--audio {audio!r}: no such directory {folder!r}")
 
 
+def read_vnc_password(path):
+    """The password on ``path``'s first line, as bytes, or a one-line
+    PypcError (the file's rules are --rpc-token-file's)."""
+    from ..rpc.server import RpcServerError, read_token_file
+    from .rfbauth import MAX_PASSWORD
+    try:
+        password = read_token_file(path, "--vnc-password-file").encode("utf-8")
+    except RpcServerError as exc:
+        raise PypcError(str(exc)) from None
+    if len(password) > MAX_PASSWORD:
+        raise PypcError(f"--vnc-password-file {path}: the password is longer than "
+                        f"{MAX_PASSWORD} bytes (VNC Authentication uses 8)")
+    return password
+
+
 class Frontends:
     """The running viewers and speaker sinks of one machine."""
 
     def __init__(self, machine, telnet_port=None, vnc_port=None, listen=DEFAULT_LISTEN,
-                 keyboard=False, audio_path=None, live_sound=False):
+                 keyboard=False, audio_path=None, live_sound=False, vnc_password=None):
         from .display import Display
         self.machine = machine
         self.display = Display(machine, keyboard=keyboard)
@@ -140,7 +189,8 @@ class Frontends:
         try:
             if vnc_port is not None:
                 from .vnc import VncServer
-                self.vnc = VncServer(self.display, listen, vnc_port).start()
+                self.vnc = VncServer(self.display, listen, vnc_port,
+                                     password=vnc_password).start()
             if telnet_port is not None:
                 from .telnet import TelnetServer
                 self.telnet = TelnetServer(self.display, listen, telnet_port,
@@ -214,7 +264,8 @@ def start(machine, args, stream=None):
         return None
     listen = getattr(args, "listen", None) or DEFAULT_LISTEN
     viewers = Frontends(machine, telnet_port=telnet, vnc_port=vnc, listen=listen,
-                        keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live)
+                        keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live,
+                        vnc_password=getattr(args, "vnc_password", None))
     stream = stream or sys.stderr
     for name, asked, server in (("telnet", telnet, viewers.telnet),
                                 ("VNC", vnc, viewers.vnc)):

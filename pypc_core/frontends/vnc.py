@@ -1,7 +1,10 @@
 """The VNC viewer: an RFB 3.8 server (RFC 6143) showing the card's frame.
 
 * Versions 3.3, 3.7 and 3.8; security type None (the server listens on
-  127.0.0.1 unless ``--listen`` says otherwise).
+  127.0.0.1 unless ``--listen`` says otherwise), or with
+  ``--vnc-password-file`` only VNC Authentication (type 2, a DES
+  challenge: :mod:`.rfbauth`); a wrong answer gets SecurityResult "failed"
+  (and, in 3.8, the reason) and the connection is closed.
 * The framebuffer is the video card's ``frame()`` at the mode's native
   resolution (CGA 640x200 in every mode, VGA 720x400 text, 640x480 mode 12h,
   320x200 mode 13h ...).  A change of size is sent with the DesktopSize
@@ -454,17 +457,32 @@ class VncSession:
             minor = int(version[8:11])
         except ValueError:
             raise ClientGone() from None
+        password = self.server.password
+        offered = 2 if password is not None else 1       # VNC Authentication, or None
         if minor >= 7:
-            self._send(b"\x01\x01")              # one security type: None
-            if self._recv(1) != b"\x01":
+            self._send(bytes((1, offered)))              # one security type
+            if self._recv(1) != bytes((offered,)):
                 if minor >= 8:
-                    reason = b"only security type None (1) is offered"
+                    reason = (b"only VNC Authentication (2) is offered" if password is not None
+                              else b"only security type None (1) is offered")
                     self._send(struct.pack("!I", 1) + struct.pack("!I", len(reason)) + reason)
                 raise ClientGone()
-            if minor >= 8:
-                self._send(struct.pack("!I", 0))
         else:
-            self._send(struct.pack("!I", 1))     # 3.3: the server picks None
+            self._send(struct.pack("!I", offered))       # 3.3: the server picks
+        if password is not None:
+            from .rfbauth import check_response, new_challenge
+            challenge = new_challenge()
+            self._send(challenge)
+            if not check_response(password, challenge, self._recv(16)):
+                self.server.auth_failed(self)
+                reason = b"authentication failed"
+                self._send(struct.pack("!I", 1) + (struct.pack("!I", len(reason)) + reason
+                                                   if minor >= 8 else b""))
+                raise ClientGone()
+            self._send(struct.pack("!I", 0))
+        elif minor >= 8:
+            self._send(struct.pack("!I", 0))             # SecurityResult OK (3.8 sends it
+                                                         # for None too)
         self._recv(1)                            # ClientInit (shared flag)
         h, w = snap.frame.shape[:2]
         self.size = (w, h)
@@ -681,9 +699,20 @@ class VncServer(ViewerServer):
     session_class = VncSession
     option = "--vnc-port"
 
-    def __init__(self, *args, **kw):
+    def __init__(self, *args, password=None, **kw):
         super().__init__(*args, **kw)
+        self.password = password        # bytes: VNC Authentication only (--vnc-password-file)
         self.refusals = collections.deque(maxlen=32)    # (peer, reason), newest last
+
+    def auth_failed(self, session):
+        """A client's answer to the VNC Authentication challenge was wrong:
+        noted in :attr:`refusals` and the diagnostics ring (it is told
+        "authentication failed" and closed)."""
+        reason = "VNC Authentication failed (wrong password)"
+        self.refusals.append((session.peer, reason))
+        ring = getattr(self.display.machine, "diagnostics", None)
+        if ring is not None:
+            ring.add("warning", f"VNC viewer {session.peer}: {reason}", "vnc")
 
     def refuse(self, session, reason):
         """A client's SetPixelFormat cannot be served.  RFB has no message

@@ -1,6 +1,8 @@
 """The JSON-RPC 2.0 agent API (the contract is ``../shared/spec/003_*.txt``).
 
-* :mod:`.server`     -- TCP transport on 127.0.0.1, framing, envelope checks
+* :mod:`.server`     -- the transport: TCP on 127.0.0.1 or a Unix socket (0600),
+  framing, envelope checks, ``auth`` (--rpc-token-file), reply order
+* :mod:`.fairqueue`  -- the machine thread's queue, in turns between connections
 * :mod:`.controller` -- the machine thread: runs the guest, serves requests
 * :mod:`.schemas`    -- ``schemas/<method>.json``, validation, OpenRPC
 * :mod:`.errors`     -- error codes and ``error.data.reason``

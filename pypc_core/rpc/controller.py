@@ -31,6 +31,7 @@ import traceback
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
 from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from .fairqueue import FairQueue
 from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
                     resumes_breakpoint_stop)
 
@@ -117,7 +118,7 @@ class Controller:
         self.machine = machine
         self.cpu = machine.cpu
         self.endpoint = endpoint
-        self.queue = queue.SimpleQueue()
+        self.queue = FairQueue()        # round-robin between connections
         self.running = True
         self.last_stop = None
         self.extra_revision = 0
@@ -132,6 +133,7 @@ class Controller:
         self.at_slice_boundary = False  # the last run ended on its budget, not a stop
         self.slice_hooks = []           # fn(ctl) after every slice/step (traces, history)
         self.limit_hooks = []           # fn(ctl, cycles) -> cycles: cap a slice
+        self.before_hooks = []          # fn(ctl) before every slice/step (traces)
         self.adopt_hooks = []           # fn(machine) when adopt() replaces the machine
         self.slice = PACED_SLICE
         self.requests_served = 0
@@ -304,6 +306,9 @@ class Controller:
             ready = result.check()
             if ready is None:
                 self.parked.append((req, result))
+                parked = getattr(req.conn, "parked", None)
+                if parked is not None:
+                    parked()        # its reply may come after later ones (docs/rpc.md)
                 return
             result = ready
         self._reply(req, result)
@@ -414,6 +419,8 @@ class Controller:
     def _step(self):
         op = self.pending_step
         self.pending_step = None
+        for hook in self.before_hooks:
+            hook(self)
         before = self.cpu.ticks
         m = self.machine
         # an interrupt breakpoint on the INT at CS:IP wins over the step,
@@ -463,6 +470,8 @@ class Controller:
             n = max(1, min(n, op.deadline - now))
         for hook in self.limit_hooks:
             n = max(1, min(n, hook(self, n)))
+        for hook in self.before_hooks:
+            hook(self)
         t0 = time.perf_counter()
         stop = self.machine_run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0

@@ -42,6 +42,8 @@ REASONS = {
     "PATH_OUTSIDE_MOUNT": "session.start: the path (or a link on it) leaves the mounted "
                           "folder",
     "START_FAILED": "session.start: the program did not reach its first instruction",
+    "UNAUTHENTICATED": "the server has --rpc-token-file and this connection has not sent "
+                       "auth with its token (or the token was wrong); nothing ran",
 }
 
 

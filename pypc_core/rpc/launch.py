@@ -1,5 +1,9 @@
-"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (default 2301;
-0 picks a free port and prints it), ``--no-rpc``.
+"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (0 picks a free
+port and prints it), ``--no-rpc``.  A server role -- the live view, the
+agent server ``--serve`` (:func:`pypc_core.argtypes.server_role`) -- serves
+on 2301 unless told otherwise; a job (``--headless`` without ``--serve``, a
+PROGRAM, ``--bare``, ``pypc screenshot``) serves only when --rpc-port is
+given.
 
 :func:`start` builds the controller and the server for the launcher's
 machine and routes the machine's ``run_until_cycle`` (and so ``run_for``)
@@ -8,9 +12,10 @@ view, the built-in DOS -- then serves requests between slices and holds the
 guest while a client has it paused (returning to its loop every 50 ms of
 host time, so the display redraws and Ctrl-C is seen)."""
 
+import os
 import sys
 
-from ..argtypes import tcp_port
+from ..argtypes import server_role, tcp_port as tcp_port_type
 from ..debugger import Stop
 from .controller import Controller, PAUSED_POLL_S
 from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
@@ -18,21 +23,86 @@ from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
 
 def add_arguments(parser):
     g = parser.add_argument_group("agent API (JSON-RPC 2.0 on 127.0.0.1)")
-    g.add_argument("--rpc-port", type=tcp_port, default=DEFAULT_PORT, metavar="PORT",
+    g.add_argument("--rpc-port", type=tcp_port_type, metavar="PORT",
                    help=f"serve the JSON-RPC agent API on 127.0.0.1:PORT (default "
-                        f"{DEFAULT_PORT}; 0: any free port, printed on stderr)")
+                        f"{DEFAULT_PORT} in the live view and with --serve; a job "
+                        f"(--headless without --serve, PROGRAM, screenshot) serves it only "
+                        f"when this is given; 0: any free port, printed on stderr)")
+    g.add_argument("--rpc-socket", metavar="PATH",
+                   help="serve the JSON-RPC agent API on a Unix domain socket at PATH "
+                        "instead of TCP, created mode 0600: only its owner (and root) can "
+                        "connect (a stale socket file is replaced); stderr says "
+                        "'pypc: JSON-RPC on unix:PATH' once it listens")
+    g.add_argument("--rpc-token-file", metavar="FILE",
+                   help="owner-only access (TCP or --rpc-socket): every connection must "
+                        "first send auth with the token on FILE's first line (FILE readable by its owner only); "
+                        "until then every method answers UNAUTHENTICATED and nothing runs")
     g.add_argument("--no-rpc", action="store_true",
                    help="no JSON-RPC server (then the telnet/VNC viewers' keys reach "
                         "the guest)")
     g.add_argument("--serve", action="store_true",
-                   help="with --headless: an agent server -- the JSON-RPC controller owns "
-                        "the machine loop until Ctrl-C or SIGTERM, so session.start can run "
-                        "programs on the built-in DOS; no --timeout, nothing printed")
+                   help="with --headless: an agent server on the default ports (JSON-RPC "
+                        "2301, telnet 2300, VNC 5902, unless told otherwise) -- the JSON-RPC "
+                        "controller owns the machine loop until Ctrl-C or SIGTERM, so "
+                        "session.start can run programs on the built-in DOS; no --timeout, "
+                        "nothing printed")
     return parser
+
+
+def tcp_port(args):
+    """The TCP port the JSON-RPC server of ``args`` listens on (0: any free
+    port), None for none: --rpc-port, else 2301 for a server role
+    (:func:`~pypc_core.argtypes.server_role`), else none; none with
+    --no-rpc, --bare or --rpc-socket (a Unix socket instead)."""
+    if getattr(args, "no_rpc", False) or getattr(args, "bare", False) \
+            or getattr(args, "rpc_socket", None) is not None:
+        return None
+    port = getattr(args, "rpc_port", None)
+    if port is None and server_role(args):
+        port = DEFAULT_PORT
+    return port
+
+
+def serves_rpc(args):
+    """Whether the run of ``args`` serves JSON-RPC at all (a TCP port or
+    --rpc-socket)."""
+    if getattr(args, "no_rpc", False) or getattr(args, "bare", False):
+        return False
+    return getattr(args, "rpc_socket", None) is not None or tcp_port(args) is not None
+
+
+def check_access(args):
+    """--rpc-socket and --rpc-token-file, before anything is built; the
+    token is read here (``args.rpc_token``)."""
+    from ..errors import PypcError
+    from .server import read_token_file
+    args.rpc_token = None
+    socket_path = getattr(args, "rpc_socket", None)
+    token_file = getattr(args, "rpc_token_file", None)
+    given = [o for o, v in (("--rpc-socket", socket_path), ("--rpc-token-file", token_file))
+             if v is not None]
+    if not given:
+        return
+    if getattr(args, "no_rpc", False):
+        raise PypcError(f"{given[0]} is the JSON-RPC server's: it cannot go with --no-rpc")
+    if socket_path is not None:
+        if getattr(args, "rpc_port", None) is not None:
+            raise PypcError("--rpc-socket and --rpc-port: the JSON-RPC server has one "
+                            "endpoint, a Unix socket or a TCP port")
+        folder = os.path.dirname(os.path.abspath(socket_path))
+        if not os.path.isdir(folder):
+            raise PypcError(f"--rpc-socket {socket_path}: no such directory {folder!r}")
+    if token_file is not None:
+        if not serves_rpc(args):
+            raise PypcError("--rpc-token-file: this run serves no JSON-RPC (a job, such as "
+                            "--headless without --serve, serves it only with --rpc-port "
+                            "or --rpc-socket)")
+        args.rpc_token = read_token_file(token_file)
 
 
 def check_serve(args):
     """--serve's companions, before anything is built."""
+    check_access(args)
     if not getattr(args, "serve", False):
         return
     from ..errors import PypcError
@@ -58,11 +128,13 @@ def serve(machine, args, stream=None, viewers=None):
     from .server import start as start_server
     port = getattr(args, "rpc_port", None)
     port = DEFAULT_PORT if port is None else port
-    controller, server = start_server(machine, port)
+    controller, server = start_server(machine, port,
+                                      socket_path=getattr(args, "rpc_socket", None),
+                                      token=getattr(args, "rpc_token", None))
     if viewers is not None:
         controller.adopt_hooks.append(viewers.follow)
     stream = stream or sys.stderr
-    stream.write(f"pypc: JSON-RPC agent server on {HOST}:{server.port} (Ctrl-C ends it)\n")
+    stream.write(f"pypc: JSON-RPC agent server on {server.endpoint} (Ctrl-C ends it)\n")
     stream.flush()
     stop = threading.Event()
     got = []
@@ -93,11 +165,11 @@ class LauncherRpc:
     """The running server of a ``pypc run``; :meth:`close` stops it and gives
     the machine its own run loop back."""
 
-    def __init__(self, machine, port):
+    def __init__(self, machine, port, socket_path=None, token=None):
         self.machine = machine
         self.controller = Controller(machine)
         self.server = RpcServer(self.controller, collect_methods(machine.plugin_manager),
-                                port)
+                                port, socket_path=socket_path, token=token)
         self.server.start()
         controller = self.controller
         own = type(machine).run_until_cycle.__get__(machine)
@@ -118,13 +190,23 @@ class LauncherRpc:
 
 
 def start(machine, args, stream=None):
-    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``.
+    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``
+    and for a job that names no --rpc-port (:func:`~pypc_core.argtypes.server_role`).
     A port in use is a one-line error naming --rpc-port (RpcServerError)."""
     if getattr(args, "no_rpc", False):
         return None
-    port = getattr(args, "rpc_port", None)
-    port = DEFAULT_PORT if port is None else port
-    rpc = LauncherRpc(machine, port)
+    socket_path = getattr(args, "rpc_socket", None)
+    token = getattr(args, "rpc_token", None)
+    if socket_path is not None:
+        rpc = LauncherRpc(machine, None, socket_path=socket_path, token=token)
+        stream = stream or sys.stderr
+        stream.write(f"pypc: JSON-RPC on {rpc.server.endpoint}\n")
+        stream.flush()
+        return rpc
+    port = tcp_port(args)
+    if port is None:
+        return None
+    rpc = LauncherRpc(machine, port, token=token)
     if port == 0:
         stream = stream or sys.stderr
         stream.write(f"pypc: JSON-RPC on {HOST}:{rpc.port}\n")

@@ -1,7 +1,9 @@
 """JSON Schemas of the RPC methods: loading, validation, OpenRPC.
 
-``schemas/<method>.json`` (at the top of the source tree) describes one
-method::
+``schemas/<method>.json`` (at the top of the source tree, the one source)
+describes one method.  The folder is also the data package ``pypc_schemas``
+(``[tool.setuptools.package-dir]``), so a wheel carries the files and they
+are read with :mod:`importlib.resources`, from wherever pypc is installed::
 
     {"method": "memory.read", "summary": "...",
      "params": {JSON Schema of the params object},
@@ -14,8 +16,8 @@ its schema on the callable instead: ``fn.rpc_schema = {"params": ...,
 """
 
 import copy
+import importlib.resources
 import json
-import os
 from pathlib import Path
 
 import jsonschema
@@ -24,9 +26,9 @@ from referencing.jsonschema import DRAFT202012
 
 from ..errors import PypcError
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 DEFS_NAME = "defs.json"
 OPENRPC_VERSION = "1.2.6"
+SCHEMA_PACKAGE = "pypc_schemas"
 
 
 class SchemaError(PypcError):
@@ -37,11 +39,22 @@ class SchemaError(PypcError):
 
 
 def schema_dir():
-    return SCHEMA_DIR
+    """The installed schema folder (an :mod:`importlib.resources`
+    Traversable: a folder of the source tree in an editable install, of
+    site-packages in a regular one)."""
+    try:
+        return importlib.resources.files(SCHEMA_PACKAGE)
+    except ModuleNotFoundError:
+        raise SchemaError(f"the RPC schema package {SCHEMA_PACKAGE} is not installed "
+                          f"(reinstall pypc)") from None
+
+
+def _folder(folder):
+    return schema_dir() if folder is None else Path(folder)
 
 
 def load_defs(folder=None):
-    path = Path(folder or SCHEMA_DIR) / DEFS_NAME
+    path = _folder(folder) / DEFS_NAME
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -51,14 +64,14 @@ def load_defs(folder=None):
 
 def load_method_schemas(folder=None):
     """``{method: document}`` for every ``schemas/<method>.json``."""
-    folder = Path(folder or SCHEMA_DIR)
+    folder = _folder(folder)
     if not folder.is_dir():
         raise SchemaError(f"{folder}: the RPC schema folder is missing")
     out = {}
-    for name in sorted(os.listdir(folder)):
+    for path in sorted(folder.iterdir(), key=lambda p: p.name):
+        name = path.name
         if not name.endswith(".json") or name == DEFS_NAME:
             continue
-        path = folder / name
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except ValueError as exc:
@@ -240,9 +253,9 @@ def check_methods(methods, folder=None, owners=None):
     has.  The schema files themselves (pypc's own) are not re-checked.
     Raises :class:`SchemaError` naming the method and, with ``owners``, its
     plugin."""
-    folder = Path(folder or SCHEMA_DIR)
+    folder = _folder(folder)
     try:
-        files = {n[:-5] for n in os.listdir(folder) if n.endswith(".json")}
+        files = {p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json")}
     except OSError as exc:
         raise SchemaError(f"{folder}: the RPC schema folder is missing") from exc
     inline = {name: fn for name, fn in methods.items()

@@ -79,13 +79,15 @@ def contract_stop(ctl, stop):
     if meta is None:
         # a stop from something the RPC did not create (an old-style flag)
         return ctl.make_stop("pause")
-    fields = {}
+    # a run_until hit has the matching breakpoint's shape (its id, the
+    # predicate's ``until-N``, in breakpoint_id) plus predicate_id (COMPAT
+    # "run_until hit")
+    fields = {"breakpoint_id": meta.rpc_id}
     if meta.predicate:
         kind = "run_until"
         fields["predicate_id"] = meta.rpc_id
     else:
         kind = "breakpoint"
-        fields["breakpoint_id"] = meta.rpc_id
     if meta.event is not None:
         intr = stop.interrupt or {}
         fields["event"] = {"type": "software_interrupt", "phase": "before_handler",

@@ -7,8 +7,9 @@
 ``--snapshot-disk-mode MODE`` how ``--save-snapshot`` keeps disks (auto, embed, reference,
                               reference-files)
 ``--record FILE``             record every host input with its emulated cycle
-``--replay FILE``             replay a recording to its end instead of taking input;
-                              exit 0 when the machine ends in the recorded state
+``--replay FILE``             replay a recording to its end (or --timeout emulated
+                              seconds) instead of taking input; exit 0 when the
+                              machine ends in the recorded state
 """
 
 import os
@@ -38,7 +39,8 @@ def add_arguments(parser):
     g.add_argument("--replay", metavar="FILE",
                    help="replay a --record file to its end (live input is ignored) and "
                         "check that the machine ends in the recorded state (exit 0) or "
-                        "not (exit 1); any --speed or --turbo")
+                        "not (exit 1; also when --timeout emulated seconds end it "
+                        "first); any --speed or --turbo")
     return parser
 
 
@@ -54,7 +56,8 @@ def check(args):
     """Bad combinations and paths, before anything is opened."""
     load = getattr(args, "load_snapshot", None)
     if load is not None and not os.path.isfile(load):
-        raise PypcError(f"--load-snapshot {load!r}: no such file")
+        raise PypcError(f"--load-snapshot {load!r}: " + (
+            "not a regular file" if os.path.exists(load) else "no such file"))
     if getattr(args, "snapshot_disk_root", None) and load is None:
         raise PypcError("--snapshot-disk-root goes with --load-snapshot")
     if getattr(args, "save_snapshot", None):
@@ -64,7 +67,13 @@ def check(args):
     replay = getattr(args, "replay", None)
     if replay is not None:
         if not os.path.isfile(replay):
-            raise PypcError(f"--replay {replay!r}: no such file")
+            raise PypcError(f"--replay {replay!r}: " + (
+                "not a regular file" if os.path.exists(replay) else "no such file"))
+        from .replay import load_recording
+        try:
+            args.replay_recording = load_recording(replay)   # checked before a machine exists
+        except PypcError as exc:
+            raise PypcError(f"--replay {replay!r}: {exc}") from None
         for option, value in (("--record", getattr(args, "record", None)),
                               ("--type", getattr(args, "type", None)),
                               ("--until-text", getattr(args, "until_text", None))):
@@ -91,8 +100,16 @@ def _prepare_drives(args):
     progress = terminal_progress(sum(d["size"] for d in bundle.disks))
     refs = I.verify_references(bundle, {}, progress)
     cow = bool(getattr(args, "cow", False) or getattr(args, "cow_dir", None))
-    paths = I.materialize(bundle, root, refs, progress,
-                          keep_overlay={d["index"] for d in bundle.disks} if cow else ())
+    check_new = not os.path.lexists(root)
+    try:
+        paths = I.materialize(bundle, root, refs, progress,
+                              keep_overlay={d["index"] for d in bundle.disks} if cow else ())
+    except BaseException:
+        if check_new:
+            _remove_written(root, [os.path.join(root, f"disk{d['index']}-{d['drive']}.img")
+                                   for d in bundle.disks])
+        raise
+    args.snapshot_written = (root, sorted(paths.values()))
     for d in bundle.disks:
         attr = {"A": "floppy", "B": "floppy_b", "C": "hdd"}.get(d["drive"])
         if attr is None:
@@ -104,6 +121,31 @@ def _prepare_drives(args):
     args.snapshot_prepared = (bundle, paths)
 
 
+def _remove_written(root, files):
+    """Remove the disk files this run wrote into its new ``root``, then
+    ``root`` itself if nothing else is in it."""
+    for path in files:
+        try:
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.unlink(path)
+        except OSError:
+            pass
+    try:
+        os.rmdir(root)
+    except OSError:
+        pass
+
+
+def discard_written(args):
+    """The run failed before the bundle was installed: remove the disks
+    ``--load-snapshot`` wrote for it (its new FILE.disks directory), so a
+    refused bundle leaves nothing behind."""
+    written = getattr(args, "snapshot_written", None)
+    if written is not None:
+        args.snapshot_written = None
+        _remove_written(*written)
+
+
 def before_run(machine, args):
     """Load the snapshot and start recording or replaying (after the
     machine is built, before it runs)."""
@@ -112,6 +154,7 @@ def before_run(machine, args):
     if prepared is not None:
         from . import install_bundle
         install_bundle(machine, *prepared)
+        args.snapshot_written = None          # installed: the disks are the machine's now
     elif load is not None:
         root = getattr(args, "snapshot_disk_root", None) or load + ".disks"
         machine.load(load, disk_root=root if machine.disks else None)
@@ -132,9 +175,17 @@ def after_run(machine, args):
 def run_replay(machine, args):
     """``--replay``: run the recording to its end at the configured speed,
     print the screen, and report whether the end state is the recorded one."""
-    result = machine.replay(args.replay)
+    from ..machine import CPU_HZ
+    timeout = getattr(args, "timeout", None)
+    result = machine.replay(getattr(args, "replay_recording", None) or args.replay,
+                            max_cycles=int(timeout * CPU_HZ) if timeout else None)
     if machine.video is not None:
         print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
+    if result["timed_out"]:
+        sys.stderr.write(f"pypc: replay stopped by --timeout {timeout:g} (emulated seconds) "
+                         f"at cycle {result['clock']}, before the recording's end at cycle "
+                         f"{result['end_clock']}\n")
+        return 1
     if result["identical"]:
         sys.stderr.write(f"pypc: replay ended in the recorded state at cycle "
                          f"{result['clock']} (sha256 {result['state_sha256']})\n")

@@ -91,9 +91,12 @@ def decode_overlay(data, sectors, where):
 
 def open_regular(path, what):
     """A read-only fd of a regular file (symlinks to regular files are
-    followed: they are the caller's own host paths)."""
+    followed: they are the caller's own host paths).  The file is opened
+    without blocking and its type checked before anything is read, so a
+    FIFO or a device is refused at once instead of stalling the caller."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise SnapshotError(f"{what} {path!r}: cannot open: {exc.strerror or exc}",
                             "host_io", "io") from None
@@ -105,6 +108,7 @@ def open_regular(path, what):
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise SnapshotError(f"{what} {path!r} is not a regular file", "reference")
+    os.set_blocking(fd, True)
     return fd, st.st_size
 
 

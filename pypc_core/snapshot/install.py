@@ -43,6 +43,26 @@ def check_fits(machine, bundle, check_source=True):
     template = machine.get_state()
     template.pop("disks")
     check_shape(bundle.state, template)
+    check_dos(machine, bundle.state.get("dos"))
+
+
+def check_dos(machine, dos_state):
+    """A bundle's built-in DOS state goes only into a machine running the
+    built-in DOS, and only when its drives, folders and open files are
+    found again (by drive and DOS path) in this machine's mounts."""
+    if (dos_state is None) != (machine.dos is None):
+        raise SnapshotError("the bundle " + ("holds built-in DOS state; this machine runs no "
+                                             "built-in DOS" if machine.dos is None else
+                                             "has no built-in DOS state; this machine runs "
+                                             "the built-in DOS"), "configuration", "config")
+    if machine.dos is None:
+        return
+    from ..dos.errors import DosStateError
+    try:
+        machine.dos.discard_prepared(machine.dos.prepare_state(dos_state))
+    except DosStateError as exc:
+        raise SnapshotError(f"the bundle's built-in DOS does not fit this machine: {exc}; "
+                            f"nothing was restored", "dos_state", "guard") from None
 
 
 def _kind(v):

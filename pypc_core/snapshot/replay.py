@@ -187,24 +187,52 @@ def load_recording(source):
     if isinstance(source, dict):
         rec = source
     else:
+        from .disks import open_regular
+        fd, size = open_regular(source, "recording")      # a FIFO or device: refused
         try:
-            size = os.path.getsize(source)
             if size > MAX_RECORDING:
                 raise SnapshotError(f"{source}: a recording is at most {MAX_RECORDING} bytes",
                                     "size", "limit")
-            with open(source, "rb") as fh:
-                rec = json.loads(fh.read().decode("utf-8"))
+            parts, got = [], 0
+            while got <= MAX_RECORDING:
+                block = os.read(fd, 1 << 20)
+                if not block:
+                    break
+                parts.append(block)
+                got += len(block)
+            if got > MAX_RECORDING:
+                raise SnapshotError(f"{source}: a recording is at most {MAX_RECORDING} bytes",
+                                    "size", "limit")
+            rec = json.loads(b"".join(parts).decode("utf-8"))
         except OSError as exc:
             raise SnapshotError(f"{source}: cannot read the recording: {exc.strerror or exc}",
                                 "host_io", "io") from None
         except (UnicodeDecodeError, ValueError) as exc:
             raise SnapshotError(f"{source}: not a recording (JSON): {exc}", "recording") from None
+        except RecursionError:
+            raise SnapshotError(f"{source}: not a recording (JSON nested too deeply)",
+                                "recording") from None
+        finally:
+            os.close(fd)
     if not isinstance(rec, dict) or rec.get("format") != FORMAT:
         raise SnapshotError("not a pypc input recording", "recording")
     if rec.get("version") != VERSION:
         raise SnapshotError(f"recording version {rec.get('version')!r} is not supported "
                             f"(this pypc reads version {VERSION})", "version", "unsupported")
     try:
+        for key in ("configuration", "start", "end"):
+            if not isinstance(rec.get(key), dict):
+                raise ValueError(f"{key!r} must be an object")
+        for key in ("start", "end"):
+            clock, digest = rec[key].get("clock"), rec[key].get("state_sha256")
+            if isinstance(clock, bool) or not isinstance(clock, int) or clock < 0:
+                raise ValueError(f"{key}.clock must be a cycle count")
+            if not isinstance(digest, str):
+                raise ValueError(f"{key}.state_sha256 must be a string")
+        if not isinstance(rec.get("events"), list):
+            raise ValueError("'events' must be a list")
+        if not all(isinstance(ev, dict) for ev in rec["events"]):
+            raise ValueError("each event must be an object")
         last = int(rec["start"]["clock"])
         for ev in rec["events"]:
             cycle = ev["cycle"]
@@ -340,18 +368,23 @@ class Replayer(_InputHooks):
                 "dropped_live_inputs": self.dropped}
 
 
-def replay(machine, recording, speed=None, check_start=True):
+def replay(machine, recording, speed=None, check_start=True, max_cycles=None):
     """Replay ``recording`` on ``machine`` to its end; returns the result of
-    :meth:`Replayer.finish`.  ``speed`` (optional) sets the pacing."""
+    :meth:`Replayer.finish` (with ``timed_out``).  ``speed`` (optional) sets
+    the pacing; ``max_cycles`` (optional) ends the replay that many emulated
+    cycles after it started, even before the recording's end (the result is
+    then not identical and ``timed_out`` is true)."""
     rp = Replayer(machine, recording, check_start)
     if speed is not None:
         machine.scheduler.speed = speed
         machine.scheduler.reset()
+    stop_at = rp.end if max_cycles is None else min(rp.end, machine.clock() + int(max_cycles))
     try:
-        while machine.clock() < rp.end:
-            stop = machine.run_until_cycle(rp.end)
+        while machine.clock() < stop_at:
+            stop = machine.run_until_cycle(stop_at)
             if stop.kind not in ("budget", "pause"):
                 break
     finally:
         result = rp.finish()
+    result["timed_out"] = max_cycles is not None and result["clock"] < rp.end
     return result

@@ -11,7 +11,10 @@ Shape, by the size of the files
     up to 1,200 KiB of file data (clusters counted): a 1.44 MB floppy,
     FAT12; more: a hard disk with one FAT16 partition (type 04h / 06h) of
     up to 32 MiB behind an MBR, 4 heads x 17 sectors (16 x 63 when that
-    needs more than 1024 cylinders).  Bigger trees are refused.
+    needs more than 1024 cylinders).  Bigger trees are refused; each
+    file's size is checked against what still fits *before* the file is
+    read (and no more than that is read), so a huge or sparse file costs no
+    memory.
 
 What is shown
     Regular files and directories (recursively), never symlinks, devices or
@@ -175,8 +178,16 @@ def _alias(name, taken):
     raise HostDirError(f"too many names like {name!r}")
 
 
-def read_tree(root_fd, skipped, prefix=""):
-    """Children of the directory ``root_fd`` as Nodes (sorted by host name)."""
+MAX_FILE_BYTES = HDD_MAX_SECTORS * SECTOR_SIZE     # no disk of ours holds more
+
+
+def read_tree(root_fd, skipped, prefix="", budget=None):
+    """Children of the directory ``root_fd`` as Nodes (sorted by host name).
+    ``budget`` (a one-item list: bytes of file data still allowed) is
+    checked against each file's size *before* the file is read, so a huge
+    (or sparse) file is refused without reading it."""
+    if budget is None:
+        budget = [MAX_FILE_BYTES]
     nodes = []
     taken = set()
     names = sorted(os.listdir(root_fd))
@@ -197,22 +208,44 @@ def read_tree(root_fd, skipped, prefix=""):
             fd = os.open(name, O_DIR, dir_fd=root_fd)
             try:
                 node = Node(dos, name, True)
-                node.children = read_tree(fd, skipped, prefix + name + "/")
+                node.children = read_tree(fd, skipped, prefix + name + "/", budget)
             finally:
                 os.close(fd)
             nodes.append(node)
         elif stat.S_ISREG(st.st_mode):
-            fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=root_fd)
+            _check_budget(budget, st.st_size, prefix + name)
             try:
-                with os.fdopen(fd, "rb") as fh:
-                    data = fh.read()
+                fd = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                             | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0),
+                             dir_fd=root_fd)
             except OSError as exc:
                 skipped.append(f"{prefix}{name}: {exc.strerror}")
                 continue
+            try:
+                with os.fdopen(fd, "rb") as fh:
+                    fst = os.fstat(fh.fileno())
+                    if not stat.S_ISREG(fst.st_mode):
+                        skipped.append(f"{prefix}{name}: not a regular file or directory")
+                        continue
+                    _check_budget(budget, fst.st_size, prefix + name)
+                    os.set_blocking(fh.fileno(), True)
+                    data = fh.read(budget[0] + 1)         # never more than still fits
+            except OSError as exc:
+                skipped.append(f"{prefix}{name}: {exc.strerror}")
+                continue
+            _check_budget(budget, len(data), prefix + name)
+            budget[0] -= len(data)
             nodes.append(Node(dos, name, False, data, (st.st_size, st.st_mtime_ns)))
         else:
             skipped.append(f"{prefix}{name}: not a regular file or directory")
     return nodes
+
+
+def _check_budget(budget, size, name):
+    if size > budget[0]:
+        raise HostDirError(f"the host directory does not fit in a disk: {name} is {size} "
+                           f"bytes, and at most {MAX_FILE_BYTES} bytes of files fit "
+                           f"({budget[0]} are left)")
 
 
 def _tree_bytes(nodes, cluster_bytes):

@@ -19,6 +19,9 @@ PROGRAMS = {
     "dostrace": "dostrace.com",
     "guestdos": "guestdos.bin",
     "breakme": "breakme.com",
+    "confine": "confine.com",
+    "mcbkill": "mcbkill.com",
+    "hold": "hold.com",
 }
 
 
