@@ -391,6 +391,7 @@ def test_detach_lets_it_run(fx):
     assert a.tx("Z0,7c0a,1") == "OK"
     assert a.tx("D") == "OK"
     assert a.sock.recv(10) == b""                             # the stub hangs up
+    a.close()
     assert c.call("breakpoints.list")["breakpoints"] == []
     clock = c.call("state.get_registers")["clock"]
     time.sleep(0.2)

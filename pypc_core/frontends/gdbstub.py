@@ -644,6 +644,16 @@ class Session:
         self.target.forget_all(ctl)
 
     def close(self):
+        if self.detached:
+            # after D / vKill: say we are done (FIN), then read what the client
+            # still sends (its ack) until it closes, so the close is no reset
+            try:
+                self.sock.shutdown(socket.SHUT_WR)
+                self.sock.settimeout(1.0)
+                while self.sock.recv(4096):
+                    pass
+            except OSError:
+                pass
         for s in (self.sock, self.wake_r, self.wake_w):
             try:
                 s.close()
