@@ -48,7 +48,6 @@ leaves it paused, and the port takes the next client.  ``k`` ends the run.
 
 import binascii
 import os
-import queue
 import select
 import socket
 import sys
