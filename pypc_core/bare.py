@@ -13,6 +13,10 @@ At the end ``--dump-registers`` prints one JSON object on stdout and
 ``--dump-memory SEG:OFF+LEN=FILE`` (repeatable) writes memory to files;
 ``--until-halt`` makes the exit status 0 for a halt stop (HLT with
 interrupts disabled) and 1 for anything else.
+
+``--gdb [PORT]`` serves gdb's remote protocol (docs/gdb.md); only beside it
+does a bare run serve JSON-RPC too, when ``--rpc-port PORT`` is given.
+Under gdb the run has no time limit unless ``--timeout`` gives one.
 """
 
 import argparse
@@ -126,13 +130,16 @@ def check(args):
                             "cannot be used with it")
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
+    gdb = getattr(args, "gdb", None) is not None
     for name in ("telnet_port", "vnc_port", "vnc_password_file", "listen", "audio"):
+        if name == "listen" and gdb:
+            continue                    # (--gdb's address)
         if getattr(args, name, None) is not None:
             raise BareError(f"--bare serves no viewer and no sound: "
                             f"--{name.replace('_', '-')} cannot be used with it")
     rpc_given = [name for name, given in (
         ("serve", getattr(args, "serve", False)),
-        ("rpc-port", getattr(args, "rpc_port_given", False)),
+        ("rpc-port", getattr(args, "rpc_port_given", False) and not gdb),   # (beside --gdb)
         ("rpc-socket", getattr(args, "rpc_socket", None) is not None),
         ("rpc-token-file", getattr(args, "rpc_token_file", None) is not None)) if given]
     if rpc_given:
@@ -212,10 +219,18 @@ def run(args):
     from .machine import Machine, MachineConfig
     from .plugins import PluginManager
     check(args)
+    from .frontends import gdbstub
+    gdbstub.check_args(args)
     loads = read_loads(args.load)
     plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default
     pm = PluginManager()
     pm.select(plugins)
+    # --gdb --rpc-port: the JSON-RPC server beside the gdb stub, on its controller
+    serve_rpc = bool(getattr(args, "rpc_port_given", False)) and not getattr(args, "no_rpc", False)
+    if serve_rpc:
+        if getattr(args, "rpc_methods", None) is not None:
+            pm.disable_rpc_methods(args.rpc_methods)
+        pm.register_rpc_methods()
     if args.turbo:
         speed = 0.0
     elif args.speed:
@@ -225,22 +240,39 @@ def run(args):
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
                         debug_port=getattr(args, "debug_port", None))
-    timeout = args.timeout if args.timeout else DEFAULT_TIMEOUT_S
+    # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout
+    timeout = args.timeout if args.timeout else (
+        None if getattr(args, "gdb", None) is not None else DEFAULT_TIMEOUT_S)
     with Machine(cfg) as m:
         m.raise_device_faults = True    # a card's handler failing: one line, exit 2
         if cfg.debug_port is not None:
             from .launcher import echo_guest_lines
             echo_guest_lines(m, sys.stderr)
-        end = m.clock() + int(timeout * CPU_HZ)
+        end = None if timeout is None else m.clock() + int(timeout * CPU_HZ)
         stop = None
+        rpc = None
+        if serve_rpc:
+            from .rpc import launch as rpc_launch
+            rpc = rpc_launch.LauncherRpc(m, args.rpc_port)
+            if args.rpc_port == 0:
+                sys.stderr.write(f"pypc: JSON-RPC on {rpc_launch.HOST}:{rpc.port}\n")
+                sys.stderr.flush()
+        # --gdb: the loop below runs through its controller (the RPC's, if any)
+        gdb = gdbstub.start(m, args, rpc.controller if rpc is not None else None)
         try:
-            while m.clock() < end:
-                stop = m.run_until_cycle(min(end, m.clock() + CPU_HZ // 60))
+            while end is None or m.clock() < end:
+                frame = m.clock() + CPU_HZ // 60
+                stop = m.run_until_cycle(frame if end is None else min(end, frame))
                 if stop.kind in ("halt", "fault"):
                     break
         except KeyboardInterrupt:
             sys.stderr.write("pypc: interrupted\n")
             return 130
+        finally:
+            if gdb is not None:
+                gdb.close()
+            if rpc is not None:
+                rpc.close()
         if stop is None:
             stop = m._stop("budget")
         if stop.kind == "fault":

@@ -230,6 +230,8 @@ def add_run_arguments(parser):
     add_rpc_arguments(parser)
     from .frontends import add_arguments as add_viewer_arguments
     add_viewer_arguments(parser)
+    from .frontends.gdbstub import add_arguments as add_gdb_arguments
+    add_gdb_arguments(parser)
     from .snapshot.cli import add_arguments as add_snapshot_arguments
     add_snapshot_arguments(parser)
     return parser
@@ -543,9 +545,11 @@ def cmd_run(argv, run_parser):
         pm.disable_rpc_methods(known.rpc_methods)
     # method groups are imported only for a run that serves them: a broken
     # one cannot stop a --no-rpc or --bare run, nor a job without an RPC
-    # endpoint (pypc_core.rpc.launch.serves_rpc)
+    # endpoint (pypc_core.rpc.launch.serves_rpc); a bare run serves JSON-RPC
+    # only beside --gdb, with --rpc-port
     from .rpc.launch import serves_rpc
-    serving = serves_rpc(known)
+    serving = serves_rpc(known) or (known.bare and not known.no_rpc and known.gdb is not None
+                                    and known.rpc_port is not None)
     if serving:
         pm.register_rpc_methods()
     pm.add_cli_options(run_parser.add_argument_group("plugin options"))

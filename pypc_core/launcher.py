@@ -112,6 +112,8 @@ def run(args):
     rpc_launch_args.check_serve(args)   # --serve
     from . import frontends
     frontends.check_args(args)          # --telnet-port, --vnc-port, --listen, --audio
+    from .frontends import gdbstub
+    gdbstub.check_args(args)            # --gdb
     from .snapshot import cli as snapshot_cli
     snapshot_cli.check(args)            # --load/--save-snapshot, --record, --replay
     try:
@@ -126,7 +128,7 @@ def run(args):
     # card and the guest's CS:IP (exit 2); an agent server (--serve) goes on
     # serving, its client sees the fault stop
     machine.raise_device_faults = not getattr(args, "serve", False)
-    viewers = rpc = None
+    viewers = rpc = gdb = None
     try:
         check_machine(machine, args)
         for record in machine.diagnostics.records():     # what the machine noted when built
@@ -139,6 +141,8 @@ def run(args):
         if getattr(args, "serve", False):
             return rpc_launch.serve(machine, args, viewers=viewers)  # it owns the loop
         rpc = rpc_launch.start(machine, args)       # JSON-RPC (unless --no-rpc)
+        from .frontends import gdbstub
+        gdb = gdbstub.start(machine, args, rpc.controller if rpc is not None else None)
         snapshot_cli.before_run(machine, args)
         if getattr(args, "replay", None):
             return snapshot_cli.run_replay(machine, args)
@@ -159,6 +163,8 @@ def run(args):
         finally:
             if viewers is not None:
                 viewers.close()
+            if gdb is not None:
+                gdb.close()
             if rpc is not None:
                 rpc.close()
             machine.close()

@@ -60,7 +60,7 @@ def add_arguments(parser):
     g.add_argument("--no-viewers", action="store_true",
                    help="neither viewer (--no-telnet --no-vnc)")
     g.add_argument("--listen", metavar="ADDR",
-                   help=f"address the viewers listen on (default {DEFAULT_LISTEN}: "
+                   help=f"address the viewers and --gdb listen on (default {DEFAULT_LISTEN}: "
                         "this host only)")
     g.add_argument("--audio", metavar="WAV",
                    help="write the PC speaker to WAV (44,100 Hz mono 16-bit, "
@@ -135,7 +135,7 @@ def check_args(args):
         except ValueError:
             raise PypcError(f"--listen {listen!r} is not an IP address "
                             f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
-        if telnet is None and vnc is None:
+        if telnet is None and vnc is None and getattr(args, "gdb", None) is None:
             if getattr(args, "no_viewers", False) or (getattr(args, "no_telnet", False)
                                                       and getattr(args, "no_vnc", False)):
                 raise PypcError("--listen is the viewers' address, and --no-viewers (or "
