@@ -23,12 +23,12 @@ when the run ends.  An agent server (``--serve``) whose ``session.start``
 replaces the machine moves them to the new one (:meth:`Frontends.follow`).
 """
 
-import ipaddress
 import os
 import sys
 
 from ..argtypes import tcp_port
 from ..errors import PypcError
+from .listener import check_listen_address
 
 DEFAULT_TELNET_PORT = 2300
 DEFAULT_VNC_PORT = 5902
@@ -129,12 +129,8 @@ def check_args(args):
                 raise PypcError(f"{name_a} and {name_b} are both {a}; the telnet, VNC and "
                                 f"RPC ports must differ")
     listen = getattr(args, "listen", None)
+    check_listen_address(listen)
     if listen is not None:
-        try:
-            ipaddress.ip_address(listen)
-        except ValueError:
-            raise PypcError(f"--listen {listen!r} is not an IP address "
-                            f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
         if telnet is None and vnc is None and getattr(args, "gdb", None) is None:
             if getattr(args, "no_viewers", False) or (getattr(args, "no_telnet", False)
                                                       and getattr(args, "no_vnc", False)):

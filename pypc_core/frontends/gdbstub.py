@@ -55,7 +55,7 @@ import threading
 import time
 
 from ..cpu import state as S
-from .listener import close_listener, listen_socket
+from .listener import check_listen_address, close_listener, listen_socket
 
 DEFAULT_PORT = 1234
 PACKET_SIZE = 0x20100           # qSupported PacketSize: a 64 KiB m reply fits
@@ -928,14 +928,7 @@ def check_args(args):
     if getattr(args, "bare", False) and getattr(args, "until_halt", False):
         raise PypcError("--until-halt cannot go with --gdb: under gdb a halt does not end "
                         "the run (gdb's Ctrl-C stops it there)")
-    listen = getattr(args, "listen", None)
-    if listen is not None:
-        import ipaddress
-        try:
-            ipaddress.ip_address(listen)
-        except ValueError:
-            raise PypcError(f"--listen {listen!r} is not an IP address "
-                            f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
+    check_listen_address(getattr(args, "listen", None))
     for option in ("rpc_port", "telnet_port", "vnc_port"):
         other = getattr(args, option, None)
         if port and other == port and not (option == "rpc_port" and getattr(args, "no_rpc", False)):

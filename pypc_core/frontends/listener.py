@@ -3,10 +3,22 @@ address (the JSON-RPC server binds its port with the same function) and an
 accept loop that gives each client its own session thread and counts the
 viewers the display publishes frames for."""
 
+import ipaddress
 import socket
 import threading
 
 from ..errors import PypcError
+
+
+def check_listen_address(listen):
+    """``--listen``'s value must be an IP address (a one-line error if not)."""
+    if listen is None:
+        return
+    try:
+        ipaddress.ip_address(listen)
+    except ValueError:
+        raise PypcError(f"--listen {listen!r} is not an IP address "
+                        f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
 
 
 def listen_socket(host, port, option, backlog=8, error=PypcError):
