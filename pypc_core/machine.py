@@ -154,11 +154,12 @@ class Machine:
             device.attach(self if board is None else board)
         else:
             self._attach_card(plugin, device, board)
+        mine = set(self.ports.claims()) - owners
         if timed or feeds_timed:
-            for owner in set(self.ports.claims()) - owners:
+            for owner in mine:
                 self.ports.mark_timing(owner)
         if timed:
-            self.scheduler.add(device)
+            self.scheduler.add(device, port_owners=sorted(mine))
 
     def _attach_card(self, plugin, device, board):
         """A plugin's ``device.attach(board)``: a claim outside the

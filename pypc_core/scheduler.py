@@ -19,11 +19,18 @@ class Scheduler:
         self.ports = ports          # PortMap: refreshed after devices change
         self.speed = speed          # 0: unpaced; 1.0: a real XT; N: N times that
         self.timed = []
+        self._port_owners = {}      # id(device) -> owners to mark stale after advance
         self._anchor = None
         self._due = None
 
-    def add(self, device):
+    def add(self, device, port_owners=()):
+        """A device with timed events.  ``port_owners``: the port-map owners
+        whose CPU-answered (peeked) reads its ``advance`` can change -- its
+        own; a device with none given (the keyboard, read through the PPI)
+        marks every peeked port stale when it advances."""
         self.timed.append(device)
+        if port_owners:
+            self._port_owners[id(device)] = tuple(port_owners)
         self.invalidate()
 
     def reset(self):
@@ -64,7 +71,14 @@ class Scheduler:
             ev = dev.next_event()
             if ev is not None and ev <= now:
                 dev.advance(now)
-                self.ports.mark_all_dirty()
+                owners = self._port_owners.get(id(dev))
+                if owners is None:
+                    self.ports.mark_all_dirty()
+                else:
+                    # (what it does to other devices, an IRQ into the PIC
+                    # say, those mark themselves)
+                    for owner in owners:
+                        self.ports.mark_dirty(owner)
                 ev = dev.next_event()
             if ev is not None and ev < due:
                 due = ev
