@@ -1851,6 +1851,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                              ip0, last_prefix_ip, cycles + cyc, deadline, resumed)
         elif op == 0xF6 or op == 0xF7:
             cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
+        elif op == 0xFE or op == 0xFF:
+            # INC/DEC/CALL/JMP/PUSH r/m: straight to their family (through
+            # op_misc this was two calls, each passing the arrays on the stack)
+            c, status = op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+            cyc += c
         else:
             # fast port reads see the cycle the instruction starts at, the same
             # clock a Python port handler sees after an exit
