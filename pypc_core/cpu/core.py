@@ -1154,6 +1154,161 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
     # most frequent first: this chain is tested in order
     if op == 0xFE or op == 0xFF:
         return op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+    if op == 0x9B:                 # WAIT: no coprocessor, TEST is never asserted
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0xCC or op == 0xCD or (op == 0xCE and fl & F_OF):   # INT 3, INT n, INTO
+        if op == 0xCC:
+            v = np.int64(3)
+            extra = 1
+        elif op == 0xCD:
+            v = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            extra = 0
+        else:
+            v = np.int64(4)
+            extra = 2
+        if (ctl[C_INT_MASK + (v >> 6)] >> (v & 63)) & 1:
+            # the debugger stops before this INT's handler (once per resume)
+            if ctl[C_SKIP_INT] == 0:
+                ctl[C_EXIT_VALUE] = v
+                return 0, ST_INT_BREAK
+            ctl[C_SKIP_INT] = 0
+        return extra + interrupt(regs, mem, pf, xf, ctl, eff, v, ip), ST_OK
+    if op == 0xCE:                 # INTO, no overflow
+        regs[IP] = ip
+        return 4, ST_OK
+    if op == 0xD4:                 # AAM
+        base = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        if base == 0:
+            regs[FLAGS] = (fl & ~ARITH) | szp(0, 0)
+            return 83 + interrupt(regs, mem, pf, xf, ctl, eff, 0, ip), ST_OK
+        al = np.int64(r8[0])
+        r8[1] = al // base
+        r8[0] = al % base
+        regs[FLAGS] = (fl & ~ARITH) | szp(al % base, 0)
+        regs[IP] = ip
+        return 83, ST_OK
+    if op == 0xD5:                 # AAD
+        base = np.int64(mem[(csb + ip) & M20])
+        ip = (ip + 1) & 0xFFFF
+        t = np.int64(r8[1]) * base
+        r, fl = alu_c(0, np.int64(r8[0]), t & 0xFF, fl, 0)
+        regs[AX] = r
+        regs[FLAGS] = fl
+        regs[IP] = ip
+        return 60, ST_OK
+    if op == 0xD6:                 # SALC (undocumented)
+        r8[0] = 0xFF if fl & F_CF else 0
+        regs[IP] = ip
+        return 4, ST_OK
+    if op >= 0xD8 and op <= 0xDF:  # ESC: no coprocessor, but the operand is read
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        if sb >= 0:
+            rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
+        regs[IP] = ip
+        return (2 if sb < 0 else 8 + eac), ST_OK
+    if (op >= 0xE4 and op <= 0xE7) or (op >= 0xEC and op <= 0xEF):   # IN / OUT
+        w = op & 1
+        if op < 0xE8:
+            port = np.int64(mem[(csb + ip) & M20])
+            ip = (ip + 1) & 0xFFFF
+            cyc = 10 + 4 * w
+        else:
+            port = np.int64(regs[DX])
+            cyc = 8 + 4 * w
+        if op & 2:   # OUT
+            v = np.int64(regs[AX]) if w else np.int64(r8[0])
+            if ctl[C_RECORD]:
+                _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
+            regs[IP] = ip
+            if fast_port_write(pk, pio, port, v, now + cyc, w):
+                # a stamp, one-shot or compiled-handler port: no exit (it
+                # sees the cycle after the OUT, as a Python handler does)
+                return cyc, ST_OK
+            if (pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
+                    or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 2))):
+                ctl[C_EXIT_PORT] = port
+                ctl[C_EXIT_VALUE] = v
+                ctl[C_EXIT_WIDTH] = 1 + w
+                return cyc, ST_IO_OUT
+            return cyc, ST_OK
+        python_port = (pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
+                       or timer_stale(pk, pio, port, now)
+                       or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now))
+                       or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 1)))
+        # IN
+        if ctl[C_IO_READY] != 0:
+            # Python answered this IN after an exit: its value stands, even if
+            # the port became CPU-answered meanwhile (the PIT republishes its
+            # model while answering a stale read).  The flag must be consumed
+            # here, or the next boundaries would skip the budget check.
+            ctl[C_IO_READY] = 0
+            v = ctl[C_IO_VALUE]
+        elif python_port:
+            ctl[C_EXIT_PORT] = port
+            ctl[C_EXIT_WIDTH] = 1 + w
+            return 0, ST_IO_IN
+        else:
+            v = fast_port_read(pk, pio, port, now)
+            if w:
+                v |= fast_port_read(pk, pio, (port + 1) & 0xFFFF, now) << 8
+        if w:
+            regs[AX] = v & 0xFFFF
+        else:
+            r8[0] = v & 0xFF
+            v &= 0xFF
+        if ctl[C_RECORD]:
+            _record(ctl, eff, EFF_IO_READ, port, v & (0xFFFF if w else 0xFF), 1 + w)
+        regs[IP] = ip
+        return cyc, ST_OK
+    if op == 0xE8:                 # CALL near
+        d = fetch16(mem, csb, ip)
+        ip = (ip + 2) & 0xFFFF
+        push_c(regs, mem, pf, xf, ctl, eff, ip)
+        regs[IP] = (ip + d) & 0xFFFF
+        return 23, ST_OK
+    if op == 0xF4:                 # HLT
+        regs[IP] = ip
+        ctl[C_HALTED] = 1
+        return 2, ST_HALT
+    if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
+        regs[FLAGS] = op_bcd(regs, r8, op, fl)
+        regs[IP] = ip
+        return (4 if op < 0x30 else 8), ST_OK
+    if op == OP_STUCK:
+        return 0, ST_STUCK
+    # Every opcode is decoded above or in run(); reaching this line is a
+    # decoding gap in this core, which Python reports (EXIT_FAULT) rather
+    # than letting it run silently.  Nothing was executed: IP stays.
+    ctl[C_EXIT_VALUE] = op
+    return 0, ST_FAULT
+
+
+# The opcodes op_misc_common serves (run sends the rest of its "else" to
+# op_misc); index OP_STUCK included, so the pseudo-opcode can be looked up.
+MISC_COMMON = np.zeros(OP_STUCK + 1, dtype=np.uint8)
+MISC_COMMON[[0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F,     # PUSH/POP sreg
+             0x86, 0x87, 0x8C, 0x8D, 0x8E, 0x8F,                  # XCHG, MOV sreg, LEA, POP
+             0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,            # XCHG AX, reg
+             0x98, 0x99, 0x9A, 0x9C, 0x9D, 0x9E, 0x9F,            # CBW CWD CALLF PUSHF ...
+             0xA0, 0xA1, 0xA2, 0xA3, 0xA8, 0xA9,                  # MOV moffs, TEST imm
+             0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6, 0xC7,      # RET, LES/LDS, MOV imm
+             0xC8, 0xC9, 0xCA, 0xCB, 0xCF,                        # RETF, IRET
+             0xD0, 0xD1, 0xD2, 0xD3, 0xD7,                        # shifts, XLAT
+             0xE9, 0xEA, 0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD]] = 1   # JMP, CMC, flags
+
+
+@njit(**JIT)
+def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
+    """The out-of-line instructions DOS code runs all the time (segment
+    registers, the stack, far calls and returns, flags, XCHG, shifts ...):
+    the opcodes of MISC_COMMON, in a function of their own because numba
+    zeroes the stack slot of every variable of a function at each call, and
+    op_misc's many (I/O, INT n, ESC, BCD ...) made each of these pay for
+    about 130 of them.  Returns (cycles, status)."""
+    fl = np.int64(regs[FLAGS])
     if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
         m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
         regs[8 + ((m >> 3) & 3)] = get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1)
@@ -1218,9 +1373,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         regs[CS] = nseg
         regs[IP] = noff
         return 36, ST_OK
-    if op == 0x9B:                 # WAIT: no coprocessor, TEST is never asserted
-        regs[IP] = ip
-        return 4, ST_OK
     if op == 0x9C:                 # PUSHF
         push(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
         regs[IP] = ip
@@ -1309,27 +1461,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
         regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
         return (34 if op & 1 else 33), ST_OK
-    if op == 0xCC or op == 0xCD or (op == 0xCE and fl & F_OF):   # INT 3, INT n, INTO
-        if op == 0xCC:
-            v = np.int64(3)
-            extra = 1
-        elif op == 0xCD:
-            v = np.int64(mem[(csb + ip) & M20])
-            ip = (ip + 1) & 0xFFFF
-            extra = 0
-        else:
-            v = np.int64(4)
-            extra = 2
-        if (ctl[C_INT_MASK + (v >> 6)] >> (v & 63)) & 1:
-            # the debugger stops before this INT's handler (once per resume)
-            if ctl[C_SKIP_INT] == 0:
-                ctl[C_EXIT_VALUE] = v
-                return 0, ST_INT_BREAK
-            ctl[C_SKIP_INT] = 0
-        return extra + interrupt(regs, mem, pf, xf, ctl, eff, v, ip), ST_OK
-    if op == 0xCE:                 # INTO, no overflow
-        regs[IP] = ip
-        return 4, ST_OK
     if op == 0xCF:                 # IRET
         regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
         regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
@@ -1337,102 +1468,11 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         return 44, ST_OK
     if op >= 0xD0 and op <= 0xD3:
         return op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov), ST_OK
-    if op == 0xD4:                 # AAM
-        base = np.int64(mem[(csb + ip) & M20])
-        ip = (ip + 1) & 0xFFFF
-        if base == 0:
-            regs[FLAGS] = (fl & ~ARITH) | szp(0, 0)
-            return 83 + interrupt(regs, mem, pf, xf, ctl, eff, 0, ip), ST_OK
-        al = np.int64(r8[0])
-        r8[1] = al // base
-        r8[0] = al % base
-        regs[FLAGS] = (fl & ~ARITH) | szp(al % base, 0)
-        regs[IP] = ip
-        return 83, ST_OK
-    if op == 0xD5:                 # AAD
-        base = np.int64(mem[(csb + ip) & M20])
-        ip = (ip + 1) & 0xFFFF
-        t = np.int64(r8[1]) * base
-        r, fl = alu_c(0, np.int64(r8[0]), t & 0xFF, fl, 0)
-        regs[AX] = r
-        regs[FLAGS] = fl
-        regs[IP] = ip
-        return 60, ST_OK
-    if op == 0xD6:                 # SALC (undocumented)
-        r8[0] = 0xFF if fl & F_CF else 0
-        regs[IP] = ip
-        return 4, ST_OK
     if op == 0xD7:                 # XLAT
         sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
         r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + ((np.int64(regs[BX]) + np.int64(r8[0])) & 0xFFFF)) & M20)
         regs[IP] = ip
         return 11, ST_OK
-    if op >= 0xD8 and op <= 0xDF:  # ESC: no coprocessor, but the operand is read
-        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
-        if sb >= 0:
-            rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
-        regs[IP] = ip
-        return (2 if sb < 0 else 8 + eac), ST_OK
-    if (op >= 0xE4 and op <= 0xE7) or (op >= 0xEC and op <= 0xEF):   # IN / OUT
-        w = op & 1
-        if op < 0xE8:
-            port = np.int64(mem[(csb + ip) & M20])
-            ip = (ip + 1) & 0xFFFF
-            cyc = 10 + 4 * w
-        else:
-            port = np.int64(regs[DX])
-            cyc = 8 + 4 * w
-        if op & 2:   # OUT
-            v = np.int64(regs[AX]) if w else np.int64(r8[0])
-            if ctl[C_RECORD]:
-                _record(ctl, eff, EFF_IO_WRITE, port, v, 1 + w)
-            regs[IP] = ip
-            if fast_port_write(pk, pio, port, v, now + cyc, w):
-                # a stamp, one-shot or compiled-handler port: no exit (it
-                # sees the cycle after the OUT, as a Python handler does)
-                return cyc, ST_OK
-            if (pk[port] != 0 or (w and pk[(port + 1) & 0xFFFF] != 0)
-                    or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 2))):
-                ctl[C_EXIT_PORT] = port
-                ctl[C_EXIT_VALUE] = v
-                ctl[C_EXIT_WIDTH] = 1 + w
-                return cyc, ST_IO_OUT
-            return cyc, ST_OK
-        python_port = (pk[port] == PORT_PY or (w and pk[(port + 1) & 0xFFFF] == PORT_PY)
-                       or timer_stale(pk, pio, port, now)
-                       or (w and timer_stale(pk, pio, (port + 1) & 0xFFFF, now))
-                       or (ctl[C_IOW_N] != 0 and io_watched(ctl, port, w, 1)))
-        # IN
-        if ctl[C_IO_READY] != 0:
-            # Python answered this IN after an exit: its value stands, even if
-            # the port became CPU-answered meanwhile (the PIT republishes its
-            # model while answering a stale read).  The flag must be consumed
-            # here, or the next boundaries would skip the budget check.
-            ctl[C_IO_READY] = 0
-            v = ctl[C_IO_VALUE]
-        elif python_port:
-            ctl[C_EXIT_PORT] = port
-            ctl[C_EXIT_WIDTH] = 1 + w
-            return 0, ST_IO_IN
-        else:
-            v = fast_port_read(pk, pio, port, now)
-            if w:
-                v |= fast_port_read(pk, pio, (port + 1) & 0xFFFF, now) << 8
-        if w:
-            regs[AX] = v & 0xFFFF
-        else:
-            r8[0] = v & 0xFF
-            v &= 0xFF
-        if ctl[C_RECORD]:
-            _record(ctl, eff, EFF_IO_READ, port, v & (0xFFFF if w else 0xFF), 1 + w)
-        regs[IP] = ip
-        return cyc, ST_OK
-    if op == 0xE8:                 # CALL near
-        d = fetch16(mem, csb, ip)
-        ip = (ip + 2) & 0xFFFF
-        push_c(regs, mem, pf, xf, ctl, eff, ip)
-        regs[IP] = (ip + d) & 0xFFFF
-        return 23, ST_OK
     if op == 0xE9:                 # JMP near
         d = fetch16(mem, csb, ip)
         regs[IP] = (ip + 2 + d) & 0xFFFF
@@ -1442,10 +1482,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         regs[CS] = fetch16(mem, csb, ip + 2)
         regs[IP] = noff
         return 15, ST_OK
-    if op == 0xF4:                 # HLT
-        regs[IP] = ip
-        ctl[C_HALTED] = 1
-        return 2, ST_HALT
     if op == 0xF5:                 # CMC
         regs[FLAGS] = fl ^ F_CF
         regs[IP] = ip
@@ -1460,10 +1496,6 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         if op == 0xFB:
             return 2, ST_INHIBIT
         return 2, ST_OK
-    if op == 0x27 or op == 0x2F or op == 0x37 or op == 0x3F:
-        regs[FLAGS] = op_bcd(regs, r8, op, fl)
-        regs[IP] = ip
-        return (4 if op < 0x30 else 8), ST_OK
     if op == 0x86 or op == 0x87:   # XCHG r/m, reg
         w = op & 1
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
@@ -1474,13 +1506,7 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
         set_reg(regs, r8, reg, w, a)
         regs[IP] = ip
         return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
-    if op == OP_STUCK:
-        return 0, ST_STUCK
-    # Every opcode is decoded above or in run(); reaching this line is a
-    # decoding gap in this core, which Python reports (EXIT_FAULT) rather
-    # than letting it run silently.  Nothing was executed: IP stays.
-    ctl[C_EXIT_VALUE] = op
-    return 0, ST_FAULT
+    return 0, ST_FAULT          # (run sends only MISC_COMMON opcodes here)
 
 
 @njit(**JIT)
@@ -1859,8 +1885,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         else:
             # fast port reads see the cycle the instruction starts at, the same
             # clock a Python port handler sees after an exit
-            c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, ip0,
-                                cycles)
+            if MISC_COMMON[op]:
+                c, status = op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+            else:
+                c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov,
+                                    ip0, cycles)
             cyc += c
             if status == ST_IO_IN or status >= ST_FAULT:
                 # not executed: IP stays on the instruction and Python is told
