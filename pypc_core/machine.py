@@ -13,6 +13,7 @@ Time is emulated CPU cycles (4.77 MHz); the scheduler runs the CPU exactly to
 the next device event, so the guest sees the same thing at any host speed.
 """
 
+import contextlib
 import os
 
 import attrs
@@ -683,8 +684,43 @@ class Machine:
         pause request or a fault.  Returns a Stop."""
         return self.run_until_cycle(self.clock() + int(cycles))
 
+    _runner = None        # route_runs: who serves run_until_cycle (None: run_loop_until)
+
+    def route_runs(self, runner):
+        """Let ``runner(target) -> Stop`` serve every :meth:`run_until_cycle`
+        (and so ``run_for``, ``run_seconds``, ``run_until_text`` ...): an RPC
+        controller or the gdb stub that serves requests between slices and
+        runs the machine's own loop, :meth:`run_loop_until`, itself.
+        ``None`` gives the runs back to that loop."""
+        self._runner = runner
+
+    @property
+    def runs_routed(self):
+        """True while :meth:`route_runs` has a runner."""
+        return self._runner is not None
+
+    @contextlib.contextmanager
+    def unrouted(self):
+        """Runs inside go straight to the machine's own loop (a controller's
+        step over, which must not serve requests midway)."""
+        runner = self._runner
+        self._runner = None
+        try:
+            yield
+        finally:
+            self._runner = runner
+
     def run_until_cycle(self, target):
-        """Run until emulated cycle ``target`` (or an earlier stop)."""
+        """Run until emulated cycle ``target`` (or an earlier stop), through
+        the runner of :meth:`route_runs` if there is one."""
+        runner = self._runner
+        if runner is not None:
+            return runner(target)
+        return self.run_loop_until(target)
+
+    def run_loop_until(self, target):
+        """The machine's own run loop: slices to ``target`` (or an earlier
+        stop), answering exits between them."""
         cpu = self.cpu
         ctl = cpu.ctl
         sched = self.scheduler

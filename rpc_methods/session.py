@@ -185,7 +185,7 @@ def start(ctl, params):
     if current is not None and not current.exited:
         raise invalid(f"session {current.id} is running {current.command!r}: session.stop "
                       f"it first", "SESSION_BUSY", session_id=current.id, state=ctl.state)
-    if "run_until_cycle" in vars(ctl.machine):
+    if ctl.machine.runs_routed:
         raise invalid("session.start: this server runs the machine of a `pypc run` (its "
                       "launcher owns the machine loop); run `pypc run --headless --serve` "
                       "(or serve a machine with pypc_core.rpc.start) for sessions",

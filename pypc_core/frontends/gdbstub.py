@@ -942,19 +942,14 @@ class RoutedController:
     :class:`pypc_core.rpc.launch.LauncherRpc` routes it for the RPC."""
 
     def __init__(self, machine):
-        from ..debugger import Stop
-        from ..rpc.controller import PAUSED_POLL_S, Controller
+        from ..rpc.controller import Controller
+        from ..rpc.launch import routed_runner
         self.machine = machine
-        self.controller = controller = Controller(machine)
-        controller.machine_run_until_cycle = type(machine).run_until_cycle.__get__(machine)
-
-        def run_until_cycle(target):
-            controller.run_until_cycle(target, wall_timeout=PAUSED_POLL_S)
-            return Stop("budget" if controller.running else "pause", machine.clock())
-        machine.run_until_cycle = run_until_cycle
+        self.controller = Controller(machine)
+        machine.route_runs(routed_runner(self.controller))
 
     def close(self):
-        self.machine.__dict__.pop("run_until_cycle", None)
+        self.machine.route_runs(None)
 
 
 class GdbRun:

@@ -138,7 +138,7 @@ class Controller:
         self.slice = PACED_SLICE
         self.requests_served = 0
         self.stopped = threading.Event()
-        self.machine_run_until_cycle = machine.run_until_cycle   # the machine's own
+        self.machine_run_until_cycle = machine.run_loop_until   # the machine's own
         self.schemas = None             # set by the server (rpc.discover)
         self.method_names = []
         self.session = None             # the program session.start started (rpc_methods.session)
@@ -249,7 +249,7 @@ class Controller:
         revision = self.revision
         self.machine = machine
         self.cpu = machine.cpu
-        self.machine_run_until_cycle = machine.run_until_cycle
+        self.machine_run_until_cycle = machine.run_loop_until
         self.extra_revision = revision + 1 - self.cpu.ticks
         self.bp_meta.clear()
         self.pressed.clear()
@@ -426,22 +426,19 @@ class Controller:
         # an interrupt breakpoint on the INT at CS:IP wins over the step,
         # unless the step resumes from that breakpoint's stop
         early = None if resumes_breakpoint_stop(self) else check_int_at_boundary(m)
-        # a launcher routes the machine's run_until_cycle through this
-        # controller; a step over runs the machine's own loop, unserved
-        routed = m.__dict__.pop("run_until_cycle", None) if op.mode == "over" else None
         try:
             if early is not None:
                 stop = early
             elif op.mode == "over":
-                stop = m.step_over(max_cycles=STEP_OVER_MAX_CYCLES)
+                # a launcher routes the machine's runs through this
+                # controller; a step over runs its own loop, unserved
+                with m.unrouted():
+                    stop = m.step_over(max_cycles=STEP_OVER_MAX_CYCLES)
             else:
                 stop = m.step()
         except Exception as exc:                # a device failed during the step
             stop = None
             result = self.make_stop("fault", message=f"{type(exc).__name__}: {exc}")
-        finally:
-            if routed is not None:
-                m.run_until_cycle = routed
         if self.cpu.ticks == before and early is None:
             self.extra_revision += 1           # a firmware service is a Tick too
         if stop is not None:

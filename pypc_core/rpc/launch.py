@@ -161,6 +161,18 @@ def serve(machine, args, stream=None, viewers=None):
     return 128 + got[0] if got else 0
 
 
+def routed_runner(controller):
+    """A runner for ``Machine.route_runs``: the machine's runs go through
+    ``controller``, which serves requests between slices; a run that a
+    request paused reports a pause stop."""
+    machine = controller.machine
+
+    def run_until_cycle(target):
+        controller.run_until_cycle(target, wall_timeout=PAUSED_POLL_S)
+        return Stop("budget" if controller.running else "pause", machine.clock())
+    return run_until_cycle
+
+
 class LauncherRpc:
     """The running server of a ``pypc run``; :meth:`close` stops it and gives
     the machine its own run loop back."""
@@ -171,21 +183,14 @@ class LauncherRpc:
         self.server = RpcServer(self.controller, collect_methods(machine.plugin_manager),
                                 port, socket_path=socket_path, token=token)
         self.server.start()
-        controller = self.controller
-        own = type(machine).run_until_cycle.__get__(machine)
-        controller.machine_run_until_cycle = own
-
-        def run_until_cycle(target):
-            controller.run_until_cycle(target, wall_timeout=PAUSED_POLL_S)
-            return Stop("budget" if controller.running else "pause", machine.clock())
-        machine.run_until_cycle = run_until_cycle
+        machine.route_runs(routed_runner(self.controller))
 
     @property
     def port(self):
         return self.server.port
 
     def close(self):
-        self.machine.__dict__.pop("run_until_cycle", None)
+        self.machine.route_runs(None)
         self.server.close()
 
 
