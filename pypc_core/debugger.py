@@ -832,7 +832,8 @@ class Trace:
             kind = int(row[S.TR_KIND])
             rec = {"index": n, "kind": TRACE_KINDS[kind & 0xFF],
                    "cycles": int(row[S.TR_CYCLES]), "cs": cs, "ip": ip,
-                   "linear": ((cs << 4) + ip) & (MEM_TOP - 1), "bytes": raw[:length]}
+                   "linear": ((cs << 4) + ip) & (MEM_TOP - 1), "bytes": raw[:length],
+                   "raw": raw}
             if kind & 0xFF == S.TRK_DISPATCH:
                 rec["irq"], rec["vector"] = (kind >> 8) & 0xFF, (kind >> 16) & 0xFF
             if self.registers:

@@ -1129,7 +1129,86 @@ class Machine:
 
     @property
     def registers(self):
+        """The raw register file (``m.registers.ax``): a plain store, for
+        code that knows what it does.  Change CS:IP through
+        :meth:`set_registers`, which keeps the CPU's own state consistent."""
         return self.cpu.r
+
+    REGISTER_NAMES = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di",
+                      "cs", "ds", "es", "ss", "ip", "flags")
+
+    def set_registers(self, **values):
+        """Set 16-bit registers by name (``set_registers(cs=0x1000, ip=0)``)
+        as the debugger does: all or nothing (an unknown name or a value
+        outside 0-FFFFh raises ValueError and writes nothing), and a new
+        CS or IP starts a fresh instruction there -- not the rest of a REP
+        string, not the HLT the CPU was sitting in.  FLAGS keeps its fixed
+        bits (the 8088 cannot clear them).  Returns the registers after."""
+        for name, value in values.items():
+            if name not in self.REGISTER_NAMES:
+                raise ValueError(f"unknown register {name!r} (supported: "
+                                 f"{', '.join(self.REGISTER_NAMES)})")
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not 0 <= value <= 0xFFFF:
+                raise ValueError(f"register {name} must be a 16-bit value, not {value!r}")
+        r = self.cpu.r
+        for name, value in values.items():
+            setattr(r, name, value)
+        if "cs" in values or "ip" in values:
+            ctl = self.cpu.ctl
+            ctl[S.C_REP_RESUME] = 0
+            ctl[S.C_HALTED] = 0
+        return r.as_dict()
+
+    _host_io = False        # io_read/io_write in progress (io_source)
+
+    def io_read(self, port, width=1):
+        """Read ``port`` from the host as a guest IN would (the device's
+        read side effects included), then let the scheduler recompute the
+        next device event (the read may have moved it)."""
+        self._host_io = True
+        try:
+            value = self.ports.read(port & 0xFFFF, width)
+        finally:
+            self._host_io = False
+            self.scheduler.invalidate()
+        return value
+
+    def io_write(self, port, value, width=1):
+        """Write ``port`` from the host as a guest OUT would; returns
+        whether a device (or a fast-path primitive) took it."""
+        self._host_io = True
+        try:
+            handled = self.ports.write(port & 0xFFFF, value, width)
+        finally:
+            self._host_io = False
+            self.scheduler.invalidate()
+        return bool(handled)
+
+    def io_source(self, port, width):
+        """Where the port access being made right now comes from, for a
+        port observer: None for the host (:meth:`io_read`/:meth:`io_write`),
+        else ``(cs, ip)`` of the guest instruction -- the OUT itself while
+        the machine answers an OUT exit (the core has already moved CS:IP
+        past it, so this backs up over ``OUT imm8``/``OUT DX``), else CS:IP
+        (an IN is answered before it completes; firmware runs at its
+        trap)."""
+        if self._host_io:
+            return None
+        regs = self.cpu.regs
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        ctl = self.cpu.ctl
+        if int(ctl[S.C_EXIT]) == S.EXIT_IO_OUT and int(ctl[S.C_EXIT_PORT]) == port:
+            mem = self.memory.mem
+
+            def byte(back):
+                return int(mem[((cs << 4) + ((ip - back) & 0xFFFF)) & 0xFFFFF])
+            wide = width == 2
+            if byte(2) == (0xE7 if wide else 0xE6) and byte(1) == port:
+                ip -= 2
+            elif byte(1) == (0xEF if wide else 0xEE) and int(regs[S.DX]) == port:
+                ip -= 1
+        return cs, ip & 0xFFFF
 
     @property
     def emulated_seconds(self):

@@ -6,9 +6,16 @@ loop.  ``execution.run_until`` builds its private predicate here too."""
 
 from pypc_core import hookimpl
 from pypc_core.debugger import BreakpointError
-from pypc_core.rpc import params as P
+from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.errors import invalid, not_found
+from pypc_core.rpc.parts import Counter
 from pypc_core.rpc.stops import BreakpointMeta
+
+
+
+class BreakpointIds(Counter):
+    """bp-N ids, never reused in a server's life (a controller part)."""
+
 
 KINDS = {"execution": "exec", "memory_read": "mem_read", "memory_write": "mem_write",
          "memory_access": "mem_access", "interrupt": "int"}
@@ -111,12 +118,13 @@ def _listed(ctl):
     return [(live[i], m) for i, m in sorted(ctl.bp_meta.items()) if not m.predicate]
 
 
+@needs_live_target
 def create(ctl, params):
     if "once" in params and not isinstance(params["once"], bool):
         raise invalid("once must be true or false", field="once")
-    rid = ctl.extensions.get("next_bp", 1)
-    bp, meta = build(ctl, params, f"bp-{rid}")
-    ctl.extensions["next_bp"] = rid + 1
+    ids = ctl.parts.setdefault(BreakpointIds, BreakpointIds)
+    bp, meta = build(ctl, params, f"bp-{ids.next}")
+    ids.take()                          # (a refused breakpoint uses no number)
     return meta.descriptor(bp.hits)
 
 

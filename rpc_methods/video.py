@@ -78,12 +78,22 @@ def text_backing(video):
     return video.declaration.memory[0].base, video.vram_bytes()
 
 
+class Snapshots:
+    """The retained video snapshots (a controller part): forgotten with the
+    machine they show (a new session, an imported snapshot), while their id
+    counter goes on."""
+
+    def __init__(self):
+        self.next = 1
+        self.items = collections.OrderedDict()
+
+    def on_event(self, event, ctl):
+        self.items.clear()
+        return True
+
+
 def _snapshots(ctl):
-    snaps = ctl.extensions.get("video.snapshots")
-    if snaps is None:
-        snaps = ctl.extensions["video.snapshots"] = {
-            "next": 1, "items": collections.OrderedDict()}
-    return snaps
+    return ctl.parts.setdefault(Snapshots, Snapshots)
 
 
 def snapshot(ctl, params):
@@ -107,11 +117,11 @@ def snapshot(ctl, params):
         if hasattr(video, "cursor"):
             extra["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
     snaps = _snapshots(ctl)
-    snap_id = f"snap-{snaps['next']}"
-    snaps["next"] += 1
-    snaps["items"][snap_id] = components
-    while len(snaps["items"]) > RETAINED_SNAPSHOTS:
-        snaps["items"].popitem(last=False)
+    snap_id = f"snap-{snaps.next}"
+    snaps.next += 1
+    snaps.items[snap_id] = components
+    while len(snaps.items) > RETAINED_SNAPSHOTS:
+        snaps.items.popitem(last=False)
     out = {
         "snapshot_id": snap_id,
         "state_revision": ctl.revision,
@@ -134,7 +144,7 @@ def snapshot(ctl, params):
 
 def snapshot_read(ctl, params):
     snap_id = params["snapshot_id"]
-    snaps = _snapshots(ctl)["items"]
+    snaps = _snapshots(ctl).items
     if snap_id not in snaps:
         raise not_found(f"no retained video snapshot {snap_id!r} (at most "
                         f"{RETAINED_SNAPSHOTS} are kept)", snapshot_id=snap_id)
