@@ -138,3 +138,56 @@ def test_set_registers_is_all_or_nothing_and_restarts_at_a_new_csip():
     assert not m.cpu.halted                             # a fresh instruction at CS:IP
     m.set_registers(flags=0)
     assert m.registers.flags & 0xF002 == 0xF002         # the 8088's fixed ones stay
+
+
+# cli; cld; xor di,di; mov ax,1000h; mov es,ax; xor ax,ax;
+# again: mov cx,0FFFFh; rep stosb; jmp again           (then sti; hlt at 7C20h)
+REP_FOREVER = bytes.fromhex("FA FC 31FF B80010 8EC0 31C0 B9FFFF F3AA EBF9")
+HALT_AT = 0x7C20
+HALT_CODE = bytes.fromhex("FA F4")                      # cli; hlt: waits for good
+
+
+def _cpu_state(m):
+    from pypc_core.cpu import state as S
+    st = m.cpu.get_state()
+    ctl = st["ctl"].copy()
+    return st["regs"].tobytes(), int(ctl[S.C_REP_RESUME]), int(ctl[S.C_HALTED])
+
+
+def test_a_register_write_through_python_and_through_rpc_leaves_the_same_machine():
+    # the same rule on both roads: mid-REP and in HLT, a new IP over
+    # state.set_registers and over Machine.set_registers gives one CPU state
+    from rpc_client import RpcFixture
+    from pypc_core.cpu import state as S
+    code = REP_FOREVER + bytes(HALT_AT - BASE - len(REP_FOREVER)) + HALT_CODE
+    fx = RpcFixture(plugins=[], bare=True, loads=[(code, BASE)], entry=(0, BASE))
+    try:
+        c = fx.client()
+        c.call("execution.pause")
+        for _ in range(50):                             # stop inside the REP
+            if fx.machine.cpu.ctl[S.C_REP_RESUME]:
+                break
+            op = c.call("execution.run_until", {"max_emulated_ns": 7_000})
+            c.call("execution.wait", {"operation_id": op["operation_id"], "timeout_ms": 5000})
+        assert fx.machine.cpu.ctl[S.C_REP_RESUME] == 1
+        for case in ("rep", "hlt"):
+            py = bare(code)
+            py.cpu.set_state(fx.machine.cpu.get_state())
+            py.memory.mem[:] = fx.machine.memory.mem
+            before = _cpu_state(py)
+            assert before[1 if case == "rep" else 2] == 1, case
+            regs = c.call("state.get_registers")
+            c.call("state.set_registers", {
+                "expected_state_revision": regs["state_revision"],
+                "expected": {"ip": regs["ip"]}, "set": {"ip": HALT_AT}})
+            py.set_registers(ip=HALT_AT)
+            assert _cpu_state(py) == _cpu_state(fx.machine), case
+            assert _cpu_state(py)[1:] == (0, 0)
+            if case == "rep":                           # now into the HLT for the second case
+                op = c.call("execution.run_until", {"max_emulated_ns": 50_000})
+                c.call("execution.wait", {"operation_id": op["operation_id"],
+                                          "timeout_ms": 5000})
+                c.call("execution.pause")
+                assert fx.machine.cpu.halted
+    finally:
+        fx.close()
