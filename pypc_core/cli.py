@@ -175,7 +175,8 @@ def add_run_arguments(parser):
                         "passes (default: 60 emulated seconds), then print the text screen. "
                         "A headless run is a job: it listens on no port unless --rpc-port, "
                         "--telnet-port or --vnc-port names one (--serve: an agent server "
-                        "on the default ports)")
+                        "on the default ports).  With a JSON-RPC server and no --timeout it "
+                        "goes on while a client is connected, and session.start works")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=_positive_float, metavar="X",

@@ -16,6 +16,8 @@ from . import scancodes
 
 FRAME_S = 1 / 60
 DEFAULT_HEADLESS_TIMEOUT_S = 60.0
+# a served headless run whose client paused the machine and left (run_headless_served)
+LEFT_PAUSED_GRACE_S = 5.0
 TYPE_AFTER_IDLE_FRAMES = 6          # built-in BIOS: frames in its keyboard wait
 TYPE_AFTER_STILL_FRAMES = 60         # own keyboard driver or another BIOS: frames of an unchanged screen
 
@@ -149,6 +151,8 @@ def run(args):
         if args.headless:
             if machine.dos is not None:
                 return dos_launch.run_headless(machine, args)
+            if rpc is not None:
+                return run_headless_served(machine, args, rpc, viewers)
             return run_headless(machine, args)
         result = run_live(machine, args)
         if machine.dos is not None:
@@ -423,6 +427,76 @@ def run_headless(machine, args):
     if args.until_text and not found:
         sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
                          f"{timeout:g} emulated seconds\n")
+        return 1
+    return 0
+
+
+def run_headless_served(machine, args, rpc, viewers=None):
+    """``--headless`` with a JSON-RPC server (``--rpc-port``/``--rpc-socket``)
+    and no program: the controller owns the loop, as under ``--serve``, so
+    every method works on this run -- ``session.start`` included, which puts
+    a program's machine in place (the viewers follow it).
+
+    The run ends when ``--until-text`` appears, after ``--timeout`` emulated
+    seconds of running, or -- without ``--timeout`` -- once the default 60
+    emulated seconds have run and no client is connected: an agent that
+    launched the run keeps it while it talks to it.  A machine that a client
+    paused spends no emulated time; once it has sat paused with no client
+    connected for :data:`LEFT_PAUSED_GRACE_S` host seconds (time for a
+    client to reconnect), the run ends.  A signal ends it at once (128 + its
+    number).
+    Prints the text screen of the machine served last; exits as
+    :func:`run_headless` does."""
+    from .rpc.controller import PAUSED_POLL_S
+    controller, server = rpc.controller, rpc.server
+    machine.route_runs(None)            # the controller's loop, not the launcher's
+    if viewers is not None:
+        controller.adopt_hooks.append(viewers.follow)
+    timeout = args.timeout
+    budget = int((timeout if timeout else DEFAULT_HEADLESS_TIMEOUT_S) * CPU_HZ)
+    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
+                    getattr(args, "type_after", None))
+    frame = int(FRAME_S * CPU_HZ)
+    ran = 0
+    found = False
+    idle_since = None
+    try:
+        with StopSignals() as stop:
+            while True:
+                if stop.signum is not None:
+                    stop.stopped()
+                    return interrupted(stop)
+                m = controller.machine
+                if m is machine:
+                    typist.frame()      # (--type is for the machine this run built)
+                if args.until_text and m.screen_contains(args.until_text):
+                    found = True
+                    break
+                if ran >= budget and (timeout or not server.connections):
+                    break
+                if controller.running or server.connections:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since >= LEFT_PAUSED_GRACE_S:
+                    break               # paused, and its client has gone
+                before = m.clock()
+                controller.run_until_cycle(before + min(frame, budget - ran) if ran < budget
+                                           else before + frame, wall_timeout=PAUSED_POLL_S)
+                if controller.machine is m:
+                    ran += m.clock() - before
+        last = controller.machine
+        if args.screenshot:
+            write_screenshot(last, args.screenshot)
+        if last.video is not None:
+            print("\n".join(row.rstrip() for row in last.screen_text()).rstrip("\n"))
+    finally:
+        session = controller.session
+        if session is not None:
+            session.dos_session.close()     # the last session's machine and drives
+    if args.until_text and not found:
+        sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
+                         f"{budget / CPU_HZ:g} emulated seconds\n")
         return 1
     return 0
 

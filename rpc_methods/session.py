@@ -190,8 +190,9 @@ def start(ctl, params):
         raise invalid(f"session {current.id} is running {current.command!r}: session.stop "
                       f"it first", "SESSION_BUSY", session_id=current.id, state=ctl.state)
     if ctl.machine.runs_routed:
-        raise invalid("session.start: this server runs the machine of a `pypc run` (its "
-                      "launcher owns the machine loop); run `pypc run --headless --serve` "
+        raise invalid("session.start: this server runs the machine of a `pypc run` whose "
+                      "launcher owns the machine loop (the live view, a DOS program); run "
+                      "`pypc run --headless --rpc-port PORT` (or --serve) "
                       "(or serve a machine with pypc_core.rpc.start) for sessions",
                       "UNSUPPORTED")
     if ctl.busy():
