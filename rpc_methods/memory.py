@@ -8,15 +8,10 @@ the device; a write to ROM or unmapped memory leaves it unchanged."""
 from pypc_core import hookimpl
 from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.params import resolve_block as resolve
 from pypc_core.rpc.shapes import check_sha256, data_fields, decode_base64, sha256
 
 MAX_BYTES = 65536
-
-
-def resolve(value, length, name="address"):
-    start, _ = P.address(value, name)
-    P.block(start, length, name)
-    return start
 
 
 def read_result(ctl, start, length):

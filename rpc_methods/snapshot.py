@@ -22,7 +22,6 @@ from pypc_core.snapshot.bundle import DISK_MODES
 
 from pypc_core.rpc.parts import STATE_IMPORTED
 
-from .state import check_revision
 
 def _rpc_error(exc):
     return RpcError(exc.rpc_code, str(exc), exc.rpc_reason, check=exc.check)
@@ -37,7 +36,7 @@ def _path(params, key):
 
 def export(ctl, params):
     ctl.require_paused("machine.snapshot.export")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     path = _path(params, "path")
     mode = params.get("disk_mode", "auto")
     if mode not in DISK_MODES:
@@ -54,7 +53,7 @@ def export(ctl, params):
 
 def import_(ctl, params):
     ctl.require_paused("machine.snapshot.import")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     path = _path(params, "path")
     disk_root = _path(params, "disk_root")
     if ("sha256" in params) == ("expected_sha256" in params):

@@ -5,10 +5,9 @@ memory windows and video at one paused revision)."""
 from pypc_core import hookimpl
 from pypc_core.machine import Machine
 from pypc_core.rpc import needs_live_target, params as P
-from pypc_core.rpc.errors import invalid, limit, revision_mismatch
+from pypc_core.rpc import video_text as video
+from pypc_core.rpc.errors import invalid, limit
 from pypc_core.rpc.shapes import data_fields
-
-from . import memory, video
 
 MAX_WINDOWS = 16
 MAX_WINDOW_BYTES = 65536
@@ -20,17 +19,10 @@ def get_registers(ctl, params):
     return ctl.registers()
 
 
-def check_revision(ctl, params):
-    expected = P.number(params["expected_state_revision"], "expected_state_revision",
-                        0, (1 << 63) - 1)
-    if expected != ctl.revision:
-        raise revision_mismatch(expected, ctl.revision)
-
-
 @needs_live_target
 def set_registers(ctl, params):
     ctl.require_paused("state.set_registers")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     expected, changes = params["expected"], params["set"]
     if not expected:
         raise invalid("expected must name at least one register", field="expected")
@@ -77,7 +69,7 @@ def _guard(name, value, current):
 @needs_live_target
 def observe(ctl, params):
     ctl.require_paused("state.observe")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     windows = params.get("memory", [])
     if len(windows) > MAX_WINDOWS:
         raise limit(f"memory has {len(windows)} windows; the limit is {MAX_WINDOWS}",
@@ -85,7 +77,7 @@ def observe(ctl, params):
     plan, total = [], 0
     for i, win in enumerate(windows):
         length = P.length(win.get("length", 1), f"memory[{i}].length", MAX_WINDOW_BYTES)
-        start = memory.resolve(win["address"], length, f"memory[{i}].address")
+        start = P.resolve_block(win["address"], length, f"memory[{i}].address")
         total += length
         plan.append((start, length))
     if total > MAX_OBSERVATION_BYTES:

@@ -30,7 +30,9 @@ import traceback
 
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
-from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from . import params as P
+from .errors import (INTERNAL_ERROR, RpcError, invalid, not_found, not_paused,
+                     revision_mismatch)
 from .fairqueue import FairQueue
 from .parts import MACHINE_REPLACED, Parts
 from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
@@ -172,6 +174,14 @@ class Controller:
             "in_hlt": bool(self.cpu.ctl[S.C_HALTED]),
             "state_revision": self.revision,
         }
+
+    def check_revision(self, params):
+        """The guard of a state change: ``params["expected_state_revision"]``
+        must be the revision now (REVISION_MISMATCH otherwise)."""
+        expected = P.number(params["expected_state_revision"], "expected_state_revision",
+                            0, (1 << 63) - 1)
+        if expected != self.revision:
+            raise revision_mismatch(expected, self.revision)
 
     def require_paused(self, method):
         if self.running:
