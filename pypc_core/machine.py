@@ -108,6 +108,7 @@ class Machine:
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
         self.disks = {}
+        self._card_disks = []           # images cards opened through their board
         self.video = None
         self.bios = None
         self.dos = None                 # the built-in DOS (MachineConfig.dos)
@@ -237,6 +238,39 @@ class Machine:
             if getattr(disk, "readonly_reason", None):
                 self.note("warning", disk.readonly_reason)
 
+    def _disk_mode(self):
+        cfg = self.config
+        return "cow" if cfg.cow else ("readonly" if cfg.readonly else "rw")
+
+    def open_card_disk(self, path, kind, owner, option=None):
+        """An image a card opens through its board (``Board.open_disk``):
+        the machine's mode, copy-on-write folder and geometry; an image that
+        is already a writable drive of this machine is refused."""
+        from .storage import DiskImage, DiskImageError
+        cfg = self.config
+        mode = self._disk_mode()
+        given = option or f"{owner}'s image"
+        if mode == "rw" and os.path.exists(path):
+            for unit, disk in self.disks.items():
+                other = getattr(disk, "path", None)
+                if other and os.path.exists(other) and os.path.samefile(path, other):
+                    name = {0x00: "A: (--floppy)", 0x01: "B: (--floppy-b)",
+                            0x80: "C: (--hdd)"}.get(unit, f"drive {unit:02X}h")
+                    raise MachineError(f"{path!r} is both drive {name} and the {given}; "
+                                       f"give the card its own image (or use --readonly "
+                                       f"or --cow)")
+        cow_file = None
+        if mode == "cow" and cfg.cow_dir:
+            cow_file = os.path.join(cfg.cow_dir, os.path.basename(path) + ".cow")
+        try:
+            disk = DiskImage(path, kind=kind, mode=mode,
+                             geometry=cfg.hdd_geometry if kind == "hdd" else None,
+                             cow_file=cow_file)
+        except DiskImageError as exc:
+            raise MachineError(f"{given}: {exc}") from exc
+        self._card_disks.append(disk)
+        return disk
+
     def _open_host_dir(self, mode):
         from .storage.hostdir import HostDirDisk
         disk = HostDirDisk(self.config.host_dir, mode=mode)
@@ -276,7 +310,7 @@ class Machine:
         self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
                                    reschedule=self.scheduler.invalidate,
                                    options=self.options, resources=self.resources,
-                                   diagnostics=self.diagnostics)
+                                   diagnostics=self.diagnostics, storage=_Storage(self))
         videos = []
         self.device_plugins = {}        # device name -> the plugin that made it
         for plugin, device in pm.create_devices(self):
@@ -375,7 +409,7 @@ class Machine:
         if self._closed:
             return
         self._closed = True
-        for disk in self.disks.values():
+        for disk in list(self.disks.values()) + self._card_disks:
             try:
                 disk.close()
             except Exception:
@@ -1218,6 +1252,22 @@ class Machine:
 _PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
 # RET imm, RET, RETF imm, RETF (and their 8088 aliases C0h/C1h, C8h/C9h), IRET
 _RETURNS = frozenset((0xC0, 0xC1, 0xC2, 0xC3, 0xC8, 0xC9, 0xCA, 0xCB, 0xCF))
+
+
+class _Storage:
+    """What a card's board may know of the machine's drives (the
+    ``storage`` of :class:`~pypc_core.board.Backplane`)."""
+
+    def __init__(self, machine):
+        self._machine = machine
+        self.drives = machine.disks
+        self.builtin_bios = not machine.config.bare and not machine.config.bios
+
+    def floppy_drive_count(self):
+        return self._machine.floppy_drives
+
+    def open_disk(self, path, kind, owner, option=None):
+        return self._machine.open_card_disk(path, kind, owner, option)
 
 
 def _check_distinct_images(drives):
