@@ -535,3 +535,26 @@ def test_gdb_monitor_names(tmp_path):
         g.close()
         f.gdb.close()
         f.close()
+
+
+# -- the console -----------------------------------------------------------------------
+
+def test_console_shows_and_takes_names(dos_rpc):
+    from pypc_core.console.session import CommandError, DebugSession
+    load = dos_rpc.load
+    s = DebugSession(port=dos_rpc.server.port)
+    try:
+        view = s.snapshot()
+        texts = [line[3] for line in view.disasm[:5]]
+        assert texts[0] == "mov ax,cs  ; start"
+        assert texts[3] == f"call {load + 2:#x}:0x0 <helper>  ; again"
+        assert texts[4] == "loop 0x7 <again>"
+        assert s.command("bp helper").startswith("breakpoint bp-")
+        assert s.command("g") == "running"
+        stop = s.wait_stop(20000)
+        assert stop.startswith("breakpoint") and stop.endswith("(helper)"), stop
+        with pytest.raises(CommandError, match="unknown symbol 'nosuch'"):
+            s.command("bp nosuch")
+        s.command("bc *")
+    finally:
+        s.close()
