@@ -17,7 +17,7 @@ Where the maps come from:
 * a plain ``NAME SEG:OFF`` / ``NAME LINEAR`` list (our own format).
 """
 
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -558,3 +558,31 @@ def test_console_shows_and_takes_names(dos_rpc):
         s.command("bc *")
     finally:
         s.close()
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+def test_real_gdb_uses_the_symbols_of_pypc_run(tmp_path):
+    from test_gdb_real import PROG as GDB_PROG, gdb
+    (tmp_path / "prog.bin").write_bytes(GDB_PROG)     # ... 0006 inc ax, 0007 mov [0500h],ax
+    (tmp_path / "prog.sym").write_text("entry 07C0:0000\nbump 07C0:0006\nstore 07C0:0007\n")
+    pypc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "run", "--headless", "--bare",
+                             "--turbo", "--load", f"{tmp_path / 'prog.bin'}@0:7C00",
+                             "--entry", "07C0:0000", "--symbols", str(tmp_path / "prog.sym"),
+                             "--gdb", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        m = re.search(r"gdb remote stub on 127\.0\.0\.1:(\d+)", pypc.stderr.readline())
+        assert m
+        p = gdb(m.group(1), "monitor sym store", "monitor break store", "continue",
+                "print/x $pc", "monitor sym 07C0:0009", "monitor disasm bump 2", "kill")
+        out = p.stdout + p.stderr              # gdb -batch prints monitor output on stderr
+        assert p.returncode == 0, p.stderr
+        assert "store = 07C0:0007 (linear 07C07)" in out
+        assert "bp-1: execution breakpoint at 07C0:0007" in out
+        assert "$1 = 0x7c07" in out
+        assert "07C0:0009 (linear 07C09) is store+0x2" in out
+        assert "bump:\n07C0:0006  40             inc ax\nstore:\n07C0:0007  a30005" in out
+        assert pypc.wait(timeout=30) == 0
+    finally:
+        if pypc.poll() is None:
+            pypc.kill()
+            pypc.wait()
