@@ -406,6 +406,15 @@ class SymbolTable:
         self._sorted = None
         return group
 
+    def holds(self, mapfile, base):
+        """Whether a loaded file already gives exactly ``mapfile``'s symbols
+        at ``base`` (the same map named twice: --symbols and PROG.MAP)."""
+        base = int(base) & 0xFFFF
+        names = [(name, (seg + base) & 0xFFFF, off) for name, seg, off in mapfile.symbols]
+        return any(g.format == mapfile.format and g.base == base
+                   and [(x.name, x.segment, x.offset) for x in g.symbols] == names
+                   for g in self.groups.values())
+
     def load(self, path, base=None, fmt=None):
         """Read ``path`` and load it: a link map relocated by ``base``
         (default 0), a plain list absolute unless ``base`` is given."""

@@ -300,6 +300,11 @@ def test_symbols_option_waits_for_the_program_and_relocates(fmt, tmp_path):
         stop = m.run_for(5 * CPU_HZ)
         load = m.dos.current_psp + 0x10
         assert stop.kind == "breakpoint" and m.symbols.resolve("helper") == (load + 2, 0)
+    # the same map given with --symbols and beside the program: loaded once
+    (tmp_path / "SYMTEST.MAP").write_text(MAPS[fmt])
+    with Machine(MachineConfig(plugins=["cga"], dos=cfg, symbols=[(str(path), None)])) as m:
+        m.run_for(5 * CPU_HZ)
+        assert [g["path"] for g in m.symbols.summary()] == [str(path)]
     # @0: as the file says (absolute); @SEG: that base
     for base, seg in ((0, 2), (0x1234, 0x1236)):
         with Machine(MachineConfig(plugins=["cga"], dos=cfg, symbols=[(str(path), base)])) as m:

@@ -606,6 +606,8 @@ class Dos:
         except symbols.SymbolError as exc:
             self.machine.note("warning", f"symbols not loaded: {exc}", source="dos")
             return
+        if table.holds(mapfile, load_segment):
+            return                      # given with --symbols too: loaded once
         table.add(mapfile, load_segment, key="dos:" + map_path.upper())
         self.machine.note("info", f"{len(mapfile.symbols)} symbols from {map_path} at "
                                   f"{load_segment:04X}h", source="dos")
