@@ -47,7 +47,12 @@ RELATIVE_FORMATS = ("ms-link", "tlink", "wlink", "ld86")
 
 class SymbolError(PypcError, ValueError):
     """A map that cannot be read, or a name that is not loaded; nothing was
-    changed."""
+    changed.  ``brief`` is the message without the text quoted from the
+    file (what a JSON-RPC client is told: it names any host file)."""
+
+    def __init__(self, message, brief=None):
+        super().__init__(message)
+        self.brief = brief or message
 
 
 @attrs.frozen
@@ -102,15 +107,18 @@ _LD86_LINE = re.compile(r"^\s*(\S+)\s+(\S+)\s+([0-9A-Fa-f]{1,2})\s+([0-9A-Fa-f]{
 _LD86_TOTAL = re.compile(r"^\s*Total\s+memory\s+used:\s+([0-9A-Fa-f]+)\s*$")
 
 
-def _fail(path, lineno, message):
-    raise SymbolError(f"{path}:{lineno}: {message}")
+def _fail(path, lineno, message, quoted=None):
+    """A SymbolError for line ``lineno``; ``quoted`` (text from the file)
+    ends the message but not its ``brief``."""
+    brief = f"{path}:{lineno}: {message}"
+    raise SymbolError(brief if quoted is None else f"{brief}: {quoted}", brief)
 
 
 def _segoff(path, lineno, seg_text, off_text):
     seg, off = int(seg_text, 16), int(off_text, 16)
     if off > 0xFFFF:
-        _fail(path, lineno, f"offset {off_text} is beyond 64 KiB (a 16-bit map has "
-                            f"SSSS:OOOO addresses)")
+        _fail(path, lineno, "an offset beyond 64 KiB (a 16-bit map has SSSS:OOOO "
+                            "addresses)", off_text)
     return seg, off
 
 
@@ -160,8 +168,8 @@ def _parse_link(path, lines, fmt):
             if m:
                 start, stop = int(m.group(1), 16), int(m.group(2), 16)
                 if stop + 1 < start:
-                    _fail(path, n, f"segment {m.group(4)} stops ({m.group(2)}H) before it "
-                                   f"starts ({m.group(1)}H)")
+                    _fail(path, n, "a segment that stops before it starts",
+                          line.strip()[:60])
                 extent = max(extent or 0, stop + 1)
                 continue
             section = None          # the table has ended: another section
@@ -173,7 +181,8 @@ def _parse_link(path, lines, fmt):
                     symbols.append((m.group(4), seg, off))
                 continue
             if re.match(rf"^\s*{_HEX}+:", line) or re.match(r"^\s*\S+:\S+\s", line):
-                _fail(path, n, f"not a public symbol line (SSSS:OOOO NAME): {line.strip()[:60]!r}")
+                _fail(path, n, "not a public symbol line (SSSS:OOOO NAME)",
+                      repr(line.strip()[:60]))
             section = None
     if not seen_table and not seen_publics:
         _fail(path, 1, "no segment table and no publics")
@@ -212,7 +221,8 @@ def _parse_wlink(path, lines):
                 continue
             m = _WLINK_SYMBOL.match(stripped)
             if not m:
-                _fail(path, n, f"not a Memory Map line (SSSS:OOOO[*+] symbol): {stripped[:60]!r}")
+                _fail(path, n, "not a Memory Map line (SSSS:OOOO[*+] symbol)",
+                      repr(stripped[:60]))
             seg, off = _segoff(path, n, m.group(1), m.group(2))
             symbols.append((m.group(4), seg, off))
     if section is None and not symbols:
@@ -230,13 +240,13 @@ def _parse_ld86(path, lines):
             continue
         m = _LD86_LINE.match(line)
         if not m:
-            _fail(path, n, f"not an ld86 -M line (module symbol segment value flags): "
-                           f"{line.strip()[:60]!r}")
+            _fail(path, n, "not an ld86 -M line (module symbol segment value flags)",
+                  repr(line.strip()[:60]))
         value = int(m.group(4), 16)
         if "A" in m.group(5):
             continue                 # an absolute symbol: a constant, not an address
         if value > MEM_MASK:
-            _fail(path, n, f"value {m.group(4)} is beyond 1 MiB")
+            _fail(path, n, "a value beyond 1 MiB", m.group(4))
         seg, off = (0, value) if value <= 0xFFFF else _linear_to_segoff(value)
         symbols.append((m.group(2), seg, off))
     # (the total does not count a -T text base: no image extent from it)
@@ -275,14 +285,14 @@ def _parse_list(path, lines):
             continue
         parts = line.split()
         if len(parts) != 2:
-            _fail(path, n, f"expected NAME SSSS:OOOO (or NAME LINEAR): {line[:60]!r}")
+            _fail(path, n, "expected NAME SSSS:OOOO (or NAME LINEAR)", repr(line[:60]))
         a, b = parts
         where = _list_address(b)
         name = a
         if where is None or (_list_address(a) is not None and ":" in a):
             where, name = _list_address(a), b
         if where is None:
-            _fail(path, n, f"no address in {line[:60]!r}: NAME SSSS:OOOO or NAME LINEAR (hex)")
+            _fail(path, n, "no address: NAME SSSS:OOOO or NAME LINEAR (hex)", repr(line[:60]))
         symbols.append((name, *where))
     return _unique(symbols), None, None
 

@@ -48,7 +48,8 @@ def load(ctl, params):
     try:
         mapfile = read_map(path, fmt)
     except SymbolError as exc:
-        raise invalid(str(exc), field="path") from None
+        # (without the text quoted from the file: any host file can be named)
+        raise invalid(exc.brief, field="path") from None
     if base is None:
         base = _program_base(ctl.machine) if mapfile.relative else 0
     table = ctl.machine.symbols

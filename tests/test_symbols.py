@@ -475,7 +475,10 @@ def test_rpc_load_and_clear(dos_rpc):
     c = f.client()
     (f.folder / "bad.map").write_text(BAD["tlink"][0])
     err = c.error("symbols.load", {"path": str(f.folder / "bad.map")})
-    assert err["code"] == -32602 and "bad.map:" in err["message"]
+    assert err["code"] == -32602 and "bad.map:16: an offset beyond 64 KiB" in err["message"]
+    (f.folder / "secret.txt").write_text("hunter2 is the password\n")
+    err = c.error("symbols.load", {"path": str(f.folder / "secret.txt")})
+    assert "secret.txt:1: expected NAME" in err["message"] and "hunter2" not in str(err)
     assert c.call("symbols.list")["total"] == 4                   # nothing changed
     (f.folder / "w.map").write_text(WLINK)
     out = c.call("symbols.load", {"path": str(f.folder / "w.map")})
