@@ -239,7 +239,8 @@ def run(args):
         speed = 1.0
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
-                        debug_port=getattr(args, "debug_port", None))
+                        debug_port=getattr(args, "debug_port", None),
+                        symbols=list(getattr(args, "symbols", None) or []))
     # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout
     timeout = args.timeout if args.timeout else (
         None if getattr(args, "gdb", None) is not None else DEFAULT_TIMEOUT_S)

@@ -37,7 +37,8 @@ def config_from_args(args):
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
         plugin_manager=getattr(args, "plugin_manager", None), options=args,
-        dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None))
+        dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None),
+        symbols=list(getattr(args, "symbols", None) or []))
 
 
 def unescape(text):

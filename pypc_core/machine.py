@@ -29,6 +29,7 @@ from .diagnostics import Diagnostics
 from .device import CAP_VIDEO, Device
 from .errors import PypcError
 from .storage.image import count_bytes
+from .symbols import SymbolTable, annotate, read_map
 from .scancodes import text_to_scancodes
 from .scheduler import CPU_HZ, Scheduler
 
@@ -76,6 +77,7 @@ class MachineConfig:
     plugin_manager: object = None          # an already-selected PluginManager
     options: object = None                 # argparse namespace for plugin options
     debug_port: int = None                 # the guest debug console's port (pypc_core.debugcon)
+    symbols: list = attrs.Factory(list)    # [(map path, base segment or None)] (pypc_core.symbols)
 
 
 class Machine:
@@ -83,6 +85,9 @@ class Machine:
         self.config = config or MachineConfig(**kwargs)
         cfg = self.config
         self.options = cfg.options
+        # names for addresses (host-side, not machine state); the maps are
+        # read before anything is built, so a bad one changes nothing
+        self.symbols = self._read_symbols(cfg)
         self.memory = MemoryMap()
         self.ports = PortMap()
         if not 16 <= cfg.memory_kib <= 640 or cfg.memory_kib % 16:
@@ -91,7 +96,7 @@ class Machine:
         self.ports.clock = self.clock
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
-        self.breakpoints = BreakpointTable(self.cpu, self.memory)
+        self.breakpoints = BreakpointTable(self.cpu, self.memory, resolve=self.symbols.resolve)
         # what the machine, its cards and the guest have to say (host-side,
         # not machine state: pypc_core.diagnostics)
         self.diagnostics = Diagnostics(self.clock)
@@ -133,6 +138,21 @@ class Machine:
     # ------------------------------------------------------------------
     # construction
     # ------------------------------------------------------------------
+    @staticmethod
+    def _read_symbols(cfg):
+        """The SymbolTable of ``cfg.symbols``: a link map without a base is
+        relocated to the load segment of the built-in DOS's program when
+        there is one (when the DOS loads it), else taken as absolute."""
+        table = SymbolTable()
+        dos_program = cfg.dos is not None and getattr(cfg.dos, "program", None)
+        for path, base in cfg.symbols:
+            mapfile = read_map(path)
+            if base is None and mapfile.relative and dos_program:
+                table.defer(mapfile)
+            else:
+                table.add(mapfile, base or 0)
+        return table
+
     def clock(self):
         """The current emulated CPU cycle."""
         return int(self.cpu.ctl[S.C_CYCLES])
@@ -962,12 +982,25 @@ class Machine:
 
     def disassemble(self, cs=None, ip=None, count=1):
         """``count`` instructions from CS:IP (default: the current one),
-        fetched as the CPU would (wrapping inside CS)."""
+        fetched as the CPU would (wrapping inside CS).  With symbols loaded
+        (:attr:`symbols`) they are ``SymbolicInstruction``s: also
+        ``symbol`` (``name+0x12`` of the address) and ``target_symbol``
+        (of a branch target), None where no symbol is near."""
         from .cpu.disasm import disassemble_range
         cs = int(self.cpu.regs[S.CS]) if cs is None else int(cs)
         ip = int(self.cpu.regs[S.IP]) if ip is None else int(ip)
         mem = self.memory.mem
-        return disassemble_range(lambda a: int(mem[a & 0xFFFFF]), cs, ip, count)
+        insns = disassemble_range(lambda a: int(mem[a & 0xFFFFF]), cs, ip, count)
+        if self.symbols:
+            insns = [annotate(i, self.symbols) for i in insns]
+        return insns
+
+    def symbol_at(self, cs=None, ip=None):
+        """``name+0x12`` for CS:IP (default: the current one) from the
+        loaded symbols, or None."""
+        cs = int(self.cpu.regs[S.CS]) if cs is None else int(cs)
+        ip = int(self.cpu.regs[S.IP]) if ip is None else int(ip)
+        return self.symbols.describe((cs << 4) + ip) if self.symbols else None
 
     # ------------------------------------------------------------------
     # screen and input

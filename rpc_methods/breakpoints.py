@@ -11,6 +11,7 @@ from pypc_core.rpc.errors import invalid, not_found
 from pypc_core.rpc.parts import Counter
 from pypc_core.rpc.stops import BreakpointMeta
 
+from . import symbols
 
 
 class BreakpointIds(Counter):
@@ -75,9 +76,9 @@ def build(ctl, spec, rpc_id, predicate=False):
         if "event" in spec:
             raise invalid("event belongs to interrupt breakpoints", field="event")
         if "address" not in spec or not isinstance(spec["address"], dict):
-            raise invalid("address must be an address object {space, offset[, segment]}",
-                          field="address")
-        linear, norm = P.address(spec["address"])
+            raise invalid("address must be an address object {space, offset[, segment]} "
+                          "or {symbol}", field="address")
+        linear, norm = P.address(symbols.resolve_address(ctl, spec["address"]))
         if kind == "execution":
             if "length" in spec and P.number(spec["length"], "length", 0, 1 << 20) != 1:
                 raise invalid("an execution breakpoint has length 1", field="length")

@@ -103,6 +103,7 @@ class CpuTrace:
         recs = mt.read(start, min(end + 1, mt.total) - start)
         ports = self.ctl.machine.ports
         memory = self.ctl.machine.memory
+        symbols = self.ctl.machine.symbols
         out = []
         for i in range(end - start):
             rec = recs[i]
@@ -128,6 +129,11 @@ class CpuTrace:
                   "clock_delta": clock_after - rec["cycles"],
                   "effects": [x for e in rec.get("effects", [])
                               for x in _effects(e, ports, memory)]}
+            if symbols:
+                # pypc extension: the loaded symbols' name+offset of the address
+                name = symbols.describe(rec["linear"])
+                if name is not None:
+                    ev["symbol"] = name
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":

@@ -276,6 +276,12 @@ class Controller:
         stop = {"kind": kind}
         stop.update(fields)
         stop["registers"] = self.registers()
+        symbols = getattr(self.machine, "symbols", None)
+        if symbols:
+            # pypc extension: name+offset of CS:IP from the loaded symbols
+            name = self.machine.symbol_at()
+            if name is not None:
+                stop["symbol"] = name
         return stop
 
     # ------------------------------------------------------------------
