@@ -16,9 +16,8 @@ from pypc_core.rpc.controller import Park
 from pypc_core.rpc.errors import invalid, not_paused
 from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles
 
+from pypc_core.rpc.breakpoint_specs import build as build_breakpoint
 from pypc_core.rpc.parts import Counter
-
-from . import breakpoints
 
 
 class PredicateIds(Counter):
@@ -89,7 +88,7 @@ def run_until(ctl, params):
     pid = ids.next
     bp = None
     if predicate is not None:
-        bp, _ = breakpoints.build(ctl, predicate, f"until-{pid}", predicate=True)
+        bp, _ = build_breakpoint(ctl, predicate, f"until-{pid}", predicate=True)
     ids.take()                          # (a refused predicate uses no number)
     op = ctl.new_operation("run_until", predicate=bp.id if bp is not None else None)
     if requested is not None:

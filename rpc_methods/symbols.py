@@ -120,21 +120,6 @@ def clear(ctl, params):
     return {"cleared": ctl.machine.symbols.clear()}
 
 
-def resolve_address(ctl, address, field="address"):
-    """An address object ``{"symbol": "name+0x10"}`` as a segmented address
-    object (other addresses unchanged); an unknown name is -32602."""
-    if isinstance(address, dict) and "symbol" in address:
-        if set(address) != {"symbol"} or not isinstance(address["symbol"], str):
-            raise invalid(f"{field}: a symbol address is exactly {{\"symbol\": NAME}}",
-                          field=field)
-        try:
-            seg, off = ctl.machine.symbols.resolve(address["symbol"])
-        except SymbolError as exc:
-            raise invalid(f"{field}: {exc}", field=f"{field}.symbol") from None
-        return _segmented(seg, off)
-    return address
-
-
 @hookimpl
 def pypc_rpc_methods():
     return {"symbols.load": load, "symbols.list": list_, "symbols.lookup": lookup,

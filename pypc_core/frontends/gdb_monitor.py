@@ -115,7 +115,6 @@ def run(target, ctl, text):
 
 
 def _command(target, ctl, cmd, args):
-    from pypc_rpc_methods import breakpoints as B
     m = ctl.machine
     regs = ctl.cpu.regs
 
@@ -182,7 +181,7 @@ def _command(target, ctl, cmd, args):
         _, seg, off = _where(m, args[0])
         if seg is None:
             raise MonitorError("give SEG:OFF (gdb's own 'break *ADDR' takes a linear one)")
-        desc = _create(B, ctl, {"kind": "execution", "address": {
+        desc = _create(ctl, {"kind": "execution", "address": {
             "space": "segmented", "segment": seg, "offset": off}})
         return f"{desc['breakpoint_id']}: execution breakpoint at {seg:04X}:{off:04X}\n"
     if cmd == "int":
@@ -190,12 +189,12 @@ def _command(target, ctl, cmd, args):
         event = {"type": "software_interrupt", "number": _hexnum(args[0], "N", 0xFF)}
         if len(args) > 1:
             event["ah"] = _hexnum(args[1], "AH", 0xFF)
-        desc = _create(B, ctl, {"kind": "interrupt", "event": event})
+        desc = _create(ctl, {"kind": "interrupt", "event": event})
         ah = f" with AH={event['ah']:02X}h" if "ah" in event else ""
         return f"{desc['breakpoint_id']}: breakpoint before INT {event['number']:02X}h{ah}\n"
     if cmd == "breakpoints":
         want(0, 0, "breakpoints")
-        listed = B.list_(ctl, {})["breakpoints"]
+        listed = ctl.call("breakpoints.list")["breakpoints"]
         if not listed:
             return "no breakpoints\n"
         mine = set(target.gdb_bps.values())
@@ -204,7 +203,7 @@ def _command(target, ctl, cmd, args):
     if cmd == "delete":
         want(1, 1, "delete bp-N")
         try:
-            B.delete(ctl, {"breakpoint_id": args[0]})
+            ctl.call("breakpoints.delete", {"breakpoint_id": args[0]})
         except Exception as exc:
             raise MonitorError(str(exc)) from None
         return f"deleted {args[0]}\n"
@@ -244,8 +243,8 @@ def _command(target, ctl, cmd, args):
     raise MonitorError("unknown command (monitor help lists them)")
 
 
-def _create(B, ctl, spec):
+def _create(ctl, spec):
     try:
-        return B.create(ctl, spec)
+        return ctl.call("breakpoints.create", spec)
     except Exception as exc:
         raise MonitorError(str(exc)) from None

@@ -144,6 +144,7 @@ class Controller:
         self.stopped = threading.Event()
         self.machine_run_until_cycle = machine.run_loop_until   # the machine's own
         self.schemas = None             # set by the server (rpc.discover)
+        self.methods = {}               # {name: fn}: the server's (or a stub's own)
         self.method_names = []
         self.session = None             # the program session.start started (rpc_methods.session)
         self.request_ids = collections.OrderedDict()   # request_id -> (payload, result)
@@ -174,6 +175,22 @@ class Controller:
             "in_hlt": bool(self.cpu.ctl[S.C_HALTED]),
             "state_revision": self.revision,
         }
+
+    def call(self, method, params=None):
+        """Run the registered RPC method ``method`` here, on the machine
+        thread, as a request would run it (its params checked against its
+        schema when the server loaded them): for a front end that must act
+        as a JSON-RPC client does -- the gdb stub's breakpoints are the
+        RPC's, listed by ``breakpoints.list``.  Raises RpcError."""
+        params = {} if params is None else params
+        fn = self.methods.get(method)
+        if fn is None:
+            raise invalid(f"no method {method!r} on this server", "METHOD_NOT_FOUND")
+        if self.schemas is not None:
+            errors = self.schemas.param_errors(method, params)
+            if errors:
+                raise invalid(f"{method}: {errors[0]}")
+        return fn(self, params)
 
     def check_revision(self, params):
         """The guard of a state change: ``params["expected_state_revision"]``

@@ -438,6 +438,7 @@ class RpcServer:
         self.methods["auth"] = auth_method
         self.schemas = build_schema_set(self.methods, schema_folder)
         controller.schemas = self.schemas
+        controller.methods = self.methods
         controller.method_names = list(self.methods)
         self.requested_port = port
         self.socket_path = None if socket_path is None else os.path.abspath(socket_path)
