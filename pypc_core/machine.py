@@ -373,7 +373,7 @@ class Machine:
         if cfg.bare:
             if cfg.bios or cfg.dos is not None:
                 raise MachineError("a bare machine has no firmware: drop --bios / the DOS")
-            from .bare import place_loads
+            from .bus.loads import place_loads
             place_loads(self.memory, cfg.loads, cfg.memory_kib * 1024)
             self.cpu.ctl[S.C_TRAP_ENABLE] = 0
         elif cfg.bios:

@@ -55,7 +55,7 @@ import threading
 import time
 
 from ..cpu import state as S
-from .listener import check_listen_address, close_listener, listen_socket
+from ..listening import check_listen_address, close_listener, listen_socket
 
 DEFAULT_PORT = 1234
 PACKET_SIZE = 0x20100           # qSupported PacketSize: a 64 KiB m reply fits

@@ -463,7 +463,7 @@ class RpcServer:
         if self.socket_path:
             self.listener = self._listen_unix(self.socket_path)
         else:
-            from ..frontends.listener import listen_socket
+            from ..listening import listen_socket
             self.listener = listen_socket(HOST, self.requested_port, "--rpc-port",
                                           backlog=16, error=RpcServerError)
         self.controller.endpoint = self.endpoint
