@@ -49,14 +49,41 @@ def render_frame(video):
     return np.ascontiguousarray(video.frame(), dtype=np.uint8)
 
 
-def debugger_view(machine, stop):
+class DisassemblyCache:
+    """``DISASSEMBLY_LINES`` instructions from CS:IP as JSON-ready dicts,
+    decoded again only when CS:IP or one of the bytes they were decoded
+    from has changed (decoding costs milliseconds; a halted or waiting CPU
+    sits at one place)."""
+
+    def __init__(self):
+        self._key = None                # (cs, ip, linear addresses, their bytes)
+        self._lines = None
+
+    def lines(self, machine):
+        regs = machine.cpu.r
+        cs, ip = regs.cs, regs.ip
+        mem = machine.memory.mem
+        key = self._key
+        if key is not None and key[0] == cs and key[1] == ip and np.array_equal(mem[key[2]],
+                                                                                key[3]):
+            return self._lines
+        insns = machine.disassemble(count=DISASSEMBLY_LINES)
+        length = sum(len(insn.bytes) for insn in insns)
+        where = ((cs << 4) + ((ip + np.arange(length)) & 0xFFFF)) & 0xFFFFF
+        self._key = (cs, ip, where, mem[where].copy())
+        self._lines = [{"cs": insn.cs, "ip": insn.ip, "bytes": insn.bytes.hex(),
+                        "text": insn.text} for insn in insns]
+        return self._lines
+
+
+def debugger_view(machine, stop, disassembly=None):
     """What a read-only debugger pane shows (machine thread): a JSON-ready
-    dict of the registers, ``DISASSEMBLY_LINES`` instructions from CS:IP,
-    ``stop`` (a :class:`~pypc_core.debugger.Stop` or None) and the
-    machine's breakpoints (internal stepping helpers left out)."""
+    dict of the registers, ``DISASSEMBLY_LINES`` instructions from CS:IP
+    (through ``disassembly``, a :class:`DisassemblyCache`, when given),
+    ``stop`` (a :class:`~pypc_core.debugger.Stop` or None), the machine's
+    breakpoints (internal stepping helpers left out) and its cycle count."""
     r = machine.cpu.r
-    lines = [{"cs": insn.cs, "ip": insn.ip, "bytes": insn.bytes.hex(), "text": insn.text}
-             for insn in machine.disassemble(count=DISASSEMBLY_LINES)]
+    lines = (disassembly or DisassemblyCache()).lines(machine)
     return {"registers": {name: getattr(r, name) for name in REGISTERS},
             "disassembly": lines,
             "last_stop": stop.to_dict() if stop is not None else None,
@@ -105,6 +132,7 @@ class Display:
         self._want_text = 0             # viewers waiting for text
         self._want_debug = 0            # viewers waiting for the debugger's view
         self.last_stop = None           # the machine's last stop that was not "budget"
+        self._disassembly = DisassemblyCache()
         self._urgent = False            # a viewer wants one now (first picture)
         self._next = 0.0                # perf_counter of the next allowed publication
         self._keys = collections.deque()
@@ -167,7 +195,7 @@ class Display:
                 fields["codes"], fields["attrs"] = text_arrays(video.text_page())
                 fields["blink"] = bool(getattr(video, "blink_enabled", lambda: True)())
         if want_debug:
-            fields["debug"] = debugger_view(m, self.last_stop)
+            fields["debug"] = debugger_view(m, self.last_stop, self._disassembly)
         with self._cond:
             self._seq += 1
             fields["seq"] = self._seq

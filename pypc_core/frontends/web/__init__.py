@@ -10,7 +10,9 @@ read-only debugger panes.
 * ``/ws``: one WebSocket per page.  The server sends a ``hello`` (text,
   JSON: ``view_only``, the tile size), then screen updates (binary, below)
   and, whenever the debugger's view changed, a ``debug`` message (text,
-  JSON: registers, disassembly at CS:IP, the last stop, breakpoints).  The
+  JSON: registers, disassembly at CS:IP, the last stop, breakpoints, the
+  cycle count; while the CPU runs, that is once per published picture, at
+  most 30 a second).  The
   page answers each update with ``{"type": "ack", "seq": N}`` once it has
   drawn it; the server sends the next update only after that ack, so a
   slow page gets fewer updates, never a backlog.  Keys are
@@ -300,12 +302,7 @@ class WebSession:
                 asyncio.run_coroutine_threadsafe(self._close(), self.loop)
 
     def _debug_changed(self, debug):
-        old = self.debug
-        if old is None:
-            return True
-        # the cycle count alone moving (a halted CPU waiting for an
-        # interrupt) is no change to push
-        return any(old[k] != debug[k] for k in debug if k != "cycles")
+        return self.debug is None or self.debug != debug
 
     async def _close(self):
         try:
