@@ -508,9 +508,10 @@ def test_plan_rects_and_the_update_message():
     sparse = a.copy()
     sparse[::32, ::32] = 9              # every other tile of every other tile row: 7 x 20 rects
     assert len(web.plan_rects(a, sparse)) == 140
-    noisy = a.copy()
-    noisy[::16, ::32] = 9               # every other tile of every tile row: 13 x 20 > 256
-    assert web.plan_rects(a, noisy) == [(0, 0, 640, 200)]
+    checkers = a.copy()                 # a chequerboard of 13 x 20 tiles: more than 256 rects
+    for ty in range(13):
+        checkers[ty * 16, (ty % 2) * 16::32] = 9
+    assert web.plan_rects(a, checkers) == [(0, 0, 640, 200)]
 
     class Snap:
         seq, mode, adapter, clock, frame = 7, "Text80", "CGA", 123, b
