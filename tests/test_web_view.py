@@ -618,3 +618,42 @@ def test_a_job_with_web_0_prints_the_address_and_serves(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_agent_servers_page_follows_session_start(tmp_path):
+    """``pypc run --headless --serve --rpc-port 0 --web 0``: a page stays
+    connected while session.start replaces the machine; it gets the new
+    machine's whole frame and its debugger view (CS:IP at the program's
+    entry, then after a step)."""
+    from guest import dos as progs
+    proc = subprocess.Popen(
+        pypc_command() + ["run", "--headless", "--serve", "--rpc-port", "0", "--no-viewers",
+                          "--web", "0", "--plugins", "cga"],
+        env=pypc_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    rpc = page = None
+    try:
+        url = read_line(proc, "pypc: web view on ")
+        port = int(read_line(proc, "pypc: JSON-RPC agent server on 127.0.0.1:").split()[0])
+        rpc = Rpc(port)
+        page = Page(int(url.rsplit(":", 1)[1].rstrip("/")))
+        page.update()
+        folder = tmp_path / "prog"
+        folder.mkdir()
+        shutil.copy(progs.path("agent_fixture"), folder / "AGENTFIX.COM")
+        rpc("session.start", target={"command": "AGENTFIX.COM", "arguments": []},
+            mounts=[{"drive": "C", "host_path": str(folder)}], break_at="entry")
+        regs = rpc("state.get_registers")
+        assert regs["ip"] == 0x0100
+        cs = regs["segments"]["cs"]
+        page.until_debug(lambda d: (d["registers"]["cs"], d["registers"]["ip"]) == (cs, 0x100))
+        assert any(h["full"] for h in page.headers[1:]) or page.update()["full"]
+        rpc("execution.step", mode="into")
+        page.until_debug(lambda d: d["registers"]["ip"] == 0x103
+                         and d["registers"]["ax"] == 0x1234)
+    finally:
+        for closer in (page, rpc):
+            if closer is not None:
+                closer.close()
+        proc.kill()
+        proc.wait()

@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from ... import scancodes
+from ...errors import PypcError
 from ..listener import close_listener, listen_socket
 from ..vnc import changed_rects
 
@@ -405,7 +406,8 @@ class WebServer:
             self._thread = threading.Thread(target=self._serve, daemon=True, name="web")
             self._thread.start()
             if not self._started.wait(START_TIMEOUT_S) or self._error is not None:
-                raise RuntimeError(f"the web view did not start: {self._error}")
+                raise PypcError(f"--web {self.requested_port}: the web view did not start "
+                                f"({self._error or 'no answer from uvicorn'})")
         except BaseException:
             self.close()
             raise
