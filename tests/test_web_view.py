@@ -255,6 +255,7 @@ def test_with_rpc_on_page_keys_do_not_reach_the_guest_and_the_pane_follows_rpc(b
         assert wait_for(lambda: rpc("state.get_registers")["clock"] > start + CPU_HZ)
         assert prompt_rows() == ["C:\\>"], rpc("video.text")["text"]
         assert proc.poll() is None
+        assert page_state(browser)["keysSent"] == 0          # a view-only page sends none
 
         rpc("execution.pause")
         before = rpc("state.get_registers")

@@ -405,9 +405,9 @@ class WebServer:
             self._server = uvicorn.Server(config)
             self._thread = threading.Thread(target=self._serve, daemon=True, name="web")
             self._thread.start()
-            if not self._started.wait(START_TIMEOUT_S) or self._error is not None:
+            if not self._started.wait(START_TIMEOUT_S) or not self._server.started:
                 raise PypcError(f"--web {self.requested_port}: the web view did not start "
-                                f"({self._error or 'no answer from uvicorn'})")
+                                f"({self._error or 'uvicorn did not start serving'})")
         except BaseException:
             self.close()
             raise
@@ -418,6 +418,8 @@ class WebServer:
             task = asyncio.create_task(self._server.serve(sockets=[self.listener]))
             while not self._server.started and not task.done():
                 await asyncio.sleep(0.01)
+            if task.done() and not task.cancelled():
+                self._error = task.exception()
             self._started.set()
             await task
         try:
