@@ -22,6 +22,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -474,6 +475,26 @@ def test_a_page_that_vanishes_does_not_disturb_the_machine(rig_factory):
     page = Page(rig.port)                       # and the next page is served
     page.until_frame(rig.frame())
     page.close()
+
+
+def test_nothing_is_published_without_a_page(rig_factory):
+    """No page, no rendering (the debugger's view neither); a page that
+    leaves stops it again."""
+    rig = rig_factory(ECHO_BOOT)
+    assert rig.thread.run_until(at_prompt)
+    display = rig.frontends.display
+    rig.thread.call(lambda m: m.run_for(CPU_HZ))
+    assert display.published == 0
+    page = Page(rig.port)
+    page.update()
+    assert display.published > 0
+    page.close()
+    assert wait_for(lambda: display.viewers == 0)
+    # the page's writer thread ends once its last wait for a picture is over
+    assert wait_for(lambda: not any(t.name == "web-writer" for t in threading.enumerate()))
+    before = display.published
+    rig.thread.call(lambda m: m.run_for(CPU_HZ))
+    assert display.published == before
 
 
 # -- pieces ------------------------------------------------------------------------------
