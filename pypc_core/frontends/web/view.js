@@ -1,12 +1,14 @@
 // pypc's browser view: the screen from /ws into the canvas, keys back to it,
 // and the read-only debugger panes.  The protocol is described in
 // pypc_core/frontends/web/__init__.py.  window.pypcView is the page's state
-// (what the tests read).
+// (what the tests and benchmarks/benchmark_web_view.py read); its "drawn"
+// holds the last 64 updates drawn: seq, rectangles and when (ms since the
+// epoch, the host's clock).
 "use strict";
 
 const view = window.pypcView = {
   connected: false, viewOnly: true, seq: 0, updates: 0, width: 0, height: 0,
-  mode: "", debug: null, debugUpdates: 0, keysSent: 0, closed: false,
+  mode: "", debug: null, debugUpdates: 0, keysSent: 0, closed: false, drawn: [],
 };
 const canvas = document.getElementById("screen");
 const ctx = canvas.getContext("2d", { alpha: false });
@@ -71,6 +73,9 @@ async function drawUpdate(data) {
   }
   view.seq = header.seq;
   view.updates += 1;
+  view.drawn.push({ seq: header.seq, rects: header.rects.map((r) => r.slice(0, 4)),
+                    t: performance.timeOrigin + performance.now() });
+  if (view.drawn.length > 64) view.drawn.shift();
   view.width = header.width;
   view.height = header.height;
   view.mode = `${header.adapter} ${header.mode}`;
