@@ -572,23 +572,52 @@ def test_origins(origin, host, ok):
 
 @pytest.mark.parametrize("args, words", [
     (["--web", "7010", "--vnc-port", "7010"], ["--vnc-port and --web are both 7010", "differ"]),
-    (["--web", "7011", "--telnet-port", "7011"], ["--telnet-port and --web", "differ"]),
-    (["--web", "7012", "--rpc-port", "7012"], ["--web and --rpc-port are both 7012"]),
-    (["--web", "7013", "--gdb", "7013"], ["--web and --gdb are both 7013"]),
-    (["--web=-1"], ["outside 0-65535"]),
     (["--web", "70000"], ["outside 0-65535"]),
-    (["--web", "x"], ["not a port"]),
-    (["--web", "0", "--listen", "web.example"], ["--listen", "not an IP address"]),
 ])
-def test_bad_web_options(args, words):
+def test_bad_web_options_on_the_command_line(args, words):
     one_line_error(pypc_run(*args, "--timeout", "1", rpc=True), *words)
 
 
-def test_the_web_port_counts_against_a_server_roles_defaults():
-    one_line_error(pypc_run("--serve", "--web", "2301", rpc=True, defaults=True),
-                   "--web and --rpc-port are both 2301")
-    one_line_error(pypc_run("--serve", "--web", "5902", rpc=True, defaults=True),
-                   "--vnc-port and --web are both 5902")
+@pytest.mark.parametrize("args, words", [
+    (["--web", "7011", "--telnet-port", "7011"], ["--telnet-port and --web", "differ"]),
+    (["--web", "7012", "--rpc-port", "7012"], ["--web and --rpc-port are both 7012"]),
+    (["--web", "7013", "--gdb", "7013"], ["--web and --gdb are both 7013"]),
+    (["--web", "0", "--listen", "web.example"], ["--listen", "not an IP address"]),
+])
+def test_bad_web_options(args, words):
+    """(In process: the parser and the checks the launcher runs first.)"""
+    from pypc_core.cli import build_parser
+    from pypc_core.errors import PypcError
+    parser, _run = build_parser()
+    parsed = parser.parse_args(["run", "--headless", *args])
+    with pytest.raises(PypcError) as err:
+        frontends.check_args(parsed)
+    message = str(err.value)
+    assert "\n" not in message
+    for w in words:
+        assert w in message, message
+
+
+@pytest.mark.parametrize("value, words", [("-1", "outside 0-65535"), ("x", "not a port")])
+def test_bad_web_ports(value, words, capsys):
+    from pypc_core.cli import build_parser
+    parser, _run = build_parser()
+    with pytest.raises(SystemExit) as exit_:
+        parser.parse_args(["run", f"--web={value}"])
+    assert exit_.value.code == 2
+    line, = capsys.readouterr().err.splitlines()
+    assert line.startswith("pypc: error:") and words in line and "--web" in line
+
+
+@pytest.mark.parametrize("port, words", [("2301", "--web and --rpc-port are both 2301"),
+                                         ("5902", "--vnc-port and --web are both 5902"),
+                                         ("2300", "--telnet-port and --web are both 2300")])
+def test_the_web_port_counts_against_a_server_roles_defaults(port, words):
+    from pypc_core.cli import build_parser
+    from pypc_core.errors import PypcError
+    parser, _run = build_parser()
+    with pytest.raises(PypcError, match=words):
+        frontends.check_args(parser.parse_args(["run", "--headless", "--serve", "--web", port]))
 
 
 def test_bare_serves_no_web_view():
