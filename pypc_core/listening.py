@@ -18,10 +18,12 @@ def check_listen_address(listen):
                         f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
 
 
-def listen_socket(host, port, option, backlog=8, error=PypcError):
+def listen_socket(host, port, option, backlog=8, error=PypcError, advice=None):
     """A listening TCP socket for one of pypc's servers (the viewers, the
-    JSON-RPC port), or a one-line ``error`` naming ``option`` and the switch
-    that turns the server off (``--telnet-port`` -> ``--no-telnet``)."""
+    JSON-RPC port, the gdb stub), or a one-line ``error`` naming ``option``
+    and the switch that turns the server off (``--telnet-port`` ->
+    ``--no-telnet``), or ``advice`` instead of that for a server that is off
+    unless asked for (``--web``)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -30,10 +32,12 @@ def listen_socket(host, port, option, backlog=8, error=PypcError):
         sock.listen(backlog)
     except OSError as exc:
         sock.close()
-        off = "--no-" + option[2:].replace("-port", "")   # --no-telnet, --no-vnc, --no-rpc
+        if advice is None:
+            off = "--no-" + option[2:].replace("-port", "")   # --no-telnet, --no-vnc, --no-rpc
+            advice = f"pick another {option} or use {off}"
         raise error(f"{option} {port}: cannot listen on {host}:{port} "
                     f"({exc.strerror or exc}); another pypc may be using it: "
-                    f"pick another {option} or use {off}") from None
+                    f"{advice}") from None
     return sock
 
 
