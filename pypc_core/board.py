@@ -391,6 +391,13 @@ class Board:
         outside a port access (an event, host input): re-read them."""
         self._bp.ports.mark_dirty(self.name)
 
+    def add_publisher(self, publish):
+        """Call ``publish()`` whenever the core's fast paths are switched
+        back on (after a port observer or ``set_fast_reads(False)``): a card
+        whose fast-path model lives in its Python state writes it out again
+        (the PIT's counters)."""
+        self._bp.ports.add_publisher(publish)
+
     def _fast(self, port, kind):
         if port not in self.claimed_ports:
             raise ClaimError(f"{self.name}: port {port:04X}h must be claimed "

@@ -148,15 +148,15 @@ class Machine(ExitHandling):
         return self.diagnostics.add(level, message, source)
 
     def _add(self, name, device, timed=False, feeds_timed=False, board=None, plugin=None):
-        """Attach ``device`` (a card to its ``board``, a motherboard chip to
-        the machine).  ``timed``: it has events (``next_event``);
+        """Attach ``device`` to its ``board`` (a card's, or a motherboard
+        chip's; the debug console's).  ``timed``: it has events (``next_event``);
         ``feeds_timed``: its ports drive a timed device (the PPI gates the
         PIT and clocks the keyboard).  Accesses to the ports of either kind
         make the scheduler look at the deadlines again."""
         owners = set(self.ports.claims())
         self.devices[name] = device
         if plugin is None:
-            device.attach(self if board is None else board)
+            device.attach(board)
         else:
             self._attach_card(plugin, device, board)
         mine = set(self.ports.claims()) - owners
@@ -185,13 +185,14 @@ class Machine(ExitHandling):
         self.cpu.ctl[S.C_INTR] = 1 if level else 0
 
     def _build_chipset(self):
+        """The motherboard's chips, the ledger of every declaration (the
+        motherboard's first: two owners of a port, IRQ, DMA channel or
+        memory byte stop start-up) and the backplane; each chip attaches to
+        a board of its own, as a card does."""
         cfg = self.config
         self.pic = Pic8259(on_intr_change=self._set_intr)
-        self._add("pic", self.pic)
         self.pit = Pit8253(pic=self.pic, clock=self.clock)
-        self._add("pit", self.pit, timed=True)
         self.keyboard = XtKeyboard(pic=self.pic, clock=self.clock)
-        self._add("keyboard", self.keyboard, timed=True)
         # what the BIOS reads from the machine (equipment word, memory size)
         self.floppy_drives = 2 if cfg.floppy_b else 1
         self.ram_kb = cfg.memory_kib
@@ -199,12 +200,33 @@ class Machine(ExitHandling):
         self.ppi = Ppi8255(keyboard=self.keyboard, pit=self.pit,
                            floppy_drives=self.floppy_drives, video="cga80",
                            memory_kib=cfg.memory_kib)
-        self._add("ppi", self.ppi, feeds_timed=True)
         self.dma = Dma8237(memory=self.memory)
         self.dma.attach_refresh(self.pit, self.clock)     # DREQ0 from PIT counter 1
-        self._add("dma", self.dma)
         self.nmi_mask = NmiMask()
-        self._add("nmi", self.nmi_mask)
+        self.resources = Resources()
+        bios_size = 0 if cfg.bare else 0x10000
+        if cfg.bios and os.path.isfile(cfg.bios):
+            size = os.path.getsize(cfg.bios)
+            if size in (8192, 16384, 32768, 65536):
+                bios_size = size
+        from .firmware.rom import IDLE_STAMP_PORT
+        declarations = {}
+        for owner, decl in motherboard_declarations(
+                cfg.memory_kib, bios_size, None if cfg.bios or cfg.bare else IDLE_STAMP_PORT):
+            if owner == "bios" and cfg.bare:
+                continue                # no firmware at all
+            self.resources.add(owner, decl)
+            declarations[owner] = decl
+        self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
+                                   reschedule=self.scheduler.invalidate,
+                                   options=self.options, resources=self.resources,
+                                   diagnostics=self.diagnostics, storage=_Storage(self))
+        for name, chip, how in (("pic", self.pic, {}), ("pit", self.pit, {"timed": True}),
+                                ("keyboard", self.keyboard, {"timed": True}),
+                                ("ppi", self.ppi, {"feeds_timed": True}),
+                                ("dma", self.dma, {}), ("nmi", self.nmi_mask, {})):
+            board = self.backplane.board(declarations[name], owner=name, check=False)
+            self._add(name, chip, board=board, **how)
 
     def _open_disks(self):
         from .storage import DiskImage, DiskImageError
@@ -296,24 +318,6 @@ class Machine(ExitHandling):
                                     () if self.config.bare else DEFAULT_DEVICES))
         self.plugin_manager = pm
         cfg = self.config
-        # every declaration, the motherboard's first, in one ledger: two
-        # owners of a port, IRQ, DMA channel or memory byte stop start-up
-        self.resources = Resources()
-        bios_size = 0 if cfg.bare else 0x10000
-        if cfg.bios and os.path.isfile(cfg.bios):
-            size = os.path.getsize(cfg.bios)
-            if size in (8192, 16384, 32768, 65536):
-                bios_size = size
-        from .firmware.rom import IDLE_STAMP_PORT
-        for owner, decl in motherboard_declarations(
-                cfg.memory_kib, bios_size, None if cfg.bios or cfg.bare else IDLE_STAMP_PORT):
-            if owner == "bios" and cfg.bare:
-                continue                # no firmware at all
-            self.resources.add(owner, decl)
-        self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
-                                   reschedule=self.scheduler.invalidate,
-                                   options=self.options, resources=self.resources,
-                                   diagnostics=self.diagnostics, storage=_Storage(self))
         videos = []
         self.device_plugins = {}        # device name -> the plugin that made it
         for plugin, device in pm.create_devices(self):

@@ -80,8 +80,8 @@ class FakeMachine:
         from pypc_plugins.fdc import Fdc765
         self.pic = FakePic()
         self.dma = Dma8237(memory=self.memory)
-        self.dma.attach(self)
         backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma)
+        self.dma.attach(backplane.board(self.dma.declaration))
         self.fdc = Fdc765(self.disks, drives=max(1, self.equipment.floppy_drives))
         self.fdc.attach(backplane.board(self.fdc.declaration))
 

@@ -325,7 +325,7 @@ def test_a_card_moves_data_on_its_dma_channel():
     bp = Backplane()
     bp.memory.map_ram(0, 0x20000)
     dma = Dma8237(memory=bp.memory)
-    dma.attach(bp)                    # the chip claims its ports on the backplane's bus
+    dma.attach(bp.board(dma.declaration))   # the chip claims its ports on its own board
     bp.dma = dma
     b = bp.board(DECL)
     with pytest.raises(ClaimError, match="DMA channel 3"):

@@ -6,6 +6,7 @@ import pytest
 
 from pypc_core.bus import MemoryMap, PortMap
 from pypc_core.chipset import Dma8237, NmiMask
+from chip_boards import board_for
 
 
 class FakeMachine:
@@ -20,8 +21,8 @@ class FakeMachine:
 @pytest.fixture
 def m():
     m = FakeMachine()
-    m.dma = Dma8237()
-    m.dma.attach(m)
+    m.dma = Dma8237(memory=m.memory)
+    m.dma.attach(board_for(m, m.dma))
     return m
 
 
@@ -179,7 +180,7 @@ def test_nmi_mask_register():
     m = FakeMachine()
     changes = []
     nmi = NmiMask(on_change=changes.append)
-    nmi.attach(m)
+    nmi.attach(board_for(m, nmi))
     assert m.ports.claims() == {"nmi": [0xA0]}
     assert not nmi.nmi_enabled()
     m.ports.write(0xA0, 0x80)

@@ -6,6 +6,7 @@ import pytest
 
 from pypc_core.bus import PortMap
 from pypc_core.chipset import Pic8259
+from chip_boards import board_for
 
 
 class FakeMachine:
@@ -21,7 +22,7 @@ def board():
     m = FakeMachine()
     levels = []
     pic = Pic8259(on_intr_change=levels.append)
-    pic.attach(m)
+    pic.attach(board_for(m, pic))
     m.pic = pic
     m.levels = levels
     # IBM XT BIOS: ICW1=13h (edge, single, ICW4), ICW2=08h, ICW4=09h.
@@ -168,7 +169,7 @@ def test_rotate_on_nonspecific_eoi_and_set_priority(board):
 def test_auto_eoi_and_rotate_in_auto_eoi():
     m = FakeMachine()
     pic = Pic8259()
-    pic.attach(m)
+    pic.attach(board_for(m, pic))
     m.ports.write(0x20, 0x13)
     m.ports.write(0x21, 0x08)
     m.ports.write(0x21, 0x0B)                     # ICW4: 8086, auto-EOI
@@ -219,7 +220,7 @@ def test_special_mask_mode(board):
 def test_level_triggered_mode():
     m = FakeMachine()
     pic = Pic8259()
-    pic.attach(m)
+    pic.attach(board_for(m, pic))
     m.ports.write(0x20, 0x1B)                     # level triggered
     m.ports.write(0x21, 0x08)
     m.ports.write(0x21, 0x09)

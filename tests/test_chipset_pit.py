@@ -10,6 +10,7 @@ import pytest
 
 from pypc_core.bus import PortMap
 from pypc_core.chipset import Pic8259, Pit8253, PIT_HZ
+from chip_boards import board_for
 
 
 class FakeMachine:
@@ -38,8 +39,8 @@ class RecordingPic:
 def make(pic=None):
     m = FakeMachine()
     m.pic = pic if pic is not None else RecordingPic(m)
-    pit = Pit8253()
-    pit.attach(m)
+    pit = Pit8253(pic=m.pic)
+    pit.attach(board_for(m, pit))
     m.pit = pit
     return m, pit
 
@@ -83,12 +84,12 @@ def test_ports_claimed():
 def test_bios_mode3_reload0_gives_irq0_every_262144_cycles():
     m = FakeMachine()
     pic = Pic8259()
-    pic.attach(m)
+    pic.attach(board_for(m, pic))
     m.pic = pic
     out(m, 0x20, 0x13)
     out(m, 0x21, 0x08, 0x09)
-    pit = Pit8253()
-    pit.attach(m)
+    pit = Pit8253(pic=pic)
+    pit.attach(board_for(m, pit))
     m.now = 1000                          # tick 250: load on edge 251
     out(m, 0x43, 0x36)                    # ch0, LSB then MSB, mode 3, binary
     out(m, 0x40, 0x00, 0x00)              # reload 0 = 65536
@@ -120,12 +121,12 @@ def test_irq0_latched_when_scheduler_visits_only_event_cycles():
     square wave is never observed, yet every rising edge must reach the PIC."""
     m = FakeMachine()
     pic = Pic8259()
-    pic.attach(m)
+    pic.attach(board_for(m, pic))
     m.pic = pic
     out(m, 0x20, 0x13)
     out(m, 0x21, 0x08, 0x09)
-    pit = Pit8253()
-    pit.attach(m)
+    pit = Pit8253(pic=pic)
+    pit.attach(board_for(m, pit))
     out(m, 0x43, 0x36)
     out(m, 0x40, 0x00, 0x00)
     assert pic.acknowledge() == 0x08
@@ -396,8 +397,8 @@ def test_state_round_trip_mid_count():
     m2 = FakeMachine()
     m2.now = m.now
     m2.pic = RecordingPic(m2)
-    other = Pit8253()
-    other.attach(m2)
+    other = Pit8253(pic=m2.pic)
+    other.attach(board_for(m2, other))
     other.set_state(state)
     assert other.get_state() == pit.get_state()
     assert other.next_event() == pit.next_event()

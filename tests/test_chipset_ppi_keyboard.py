@@ -8,6 +8,7 @@ from pypc_core.bus import PortMap
 from pypc_core.chipset import Pic8259, Pit8253, Ppi8255, XtKeyboard
 from pypc_core.chipset.keyboard import (BYTE_DELAY_CYCLES, RESET_DELAY_CYCLES,
                                         FIFO_SIZE)
+from chip_boards import board_for
 
 MS = 4773                     # CPU cycles per millisecond (about)
 
@@ -22,17 +23,17 @@ class FakeMachine:
 def build(**switches):
     m = FakeMachine()
     m.pic = Pic8259()
-    m.pic.attach(m)
+    m.pic.attach(board_for(m, m.pic))
     m.ports.write(0x20, 0x13)
     m.ports.write(0x21, 0x08)
     m.ports.write(0x21, 0x09)
     m.ports.write(0x21, 0xBC)                 # IRQ0, 1, 6 unmasked
-    m.pit = Pit8253()
-    m.pit.attach(m)
-    m.keyboard = XtKeyboard()
-    m.keyboard.attach(m)
-    m.ppi = Ppi8255(**switches)
-    m.ppi.attach(m)
+    m.pit = Pit8253(pic=m.pic)
+    m.pit.attach(board_for(m, m.pit))
+    m.keyboard = XtKeyboard(pic=m.pic)
+    m.keyboard.attach(board_for(m, m.keyboard))
+    m.ppi = Ppi8255(keyboard=m.keyboard, pit=m.pit, **switches)
+    m.ppi.attach(board_for(m, m.ppi))
     m.devices = [m.pit, m.keyboard]
     return m
 

@@ -46,11 +46,11 @@ class Rig:
         self.ports = PortMap()
         self.pic = Pic()
         self.dma = Dma8237(memory=self.memory)
-        self.dma.attach(self)
         if disks is None:
             disks = {0: DiskImage.from_bytes(image or pattern_image(), mode=mode)}
         self.disks = disks
         bp = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma)
+        self.dma.attach(bp.board(self.dma.declaration))
         self.fdc = Fdc765(disks=self.disks, drives=drives)
         self.fdc.attach(bp.board(self.fdc.declaration))
 

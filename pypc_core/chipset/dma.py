@@ -89,13 +89,9 @@ class Dma8237(Device):
                 edges = cycle + (edges - cycle) % cycle
         self._run(0, edges, lambda *a: None)
 
-    def attach(self, machine):
-        machine.ports.claim(self.name, DMA_PORTS,
-                            read=self.port_read, write=self.port_write)
-        machine.ports.claim(self.name, sorted(PAGE_PORTS),
-                            read=self.page_read, write=self.page_write)
-        if self.memory is None:
-            self.memory = getattr(machine, "memory", None)
+    def attach(self, board):
+        board.claim_ports(DMA_PORTS, read=self.port_read, write=self.port_write)
+        board.claim_ports(sorted(PAGE_PORTS), read=self.page_read, write=self.page_write)
 
     def reset(self):
         self.base_addr = [0, 0, 0, 0]

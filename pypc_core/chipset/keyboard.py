@@ -59,10 +59,8 @@ class XtKeyboard(Device):
         self.type_interval = type_interval
         self.reset()
 
-    def attach(self, machine):
-        self.clock = machine.clock
-        if self.pic is None:
-            self.pic = getattr(machine, "pic", None)
+    def attach(self, board):
+        self.clock = board.clock
 
     def reset(self):
         self.fifo = []

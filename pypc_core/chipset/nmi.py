@@ -18,8 +18,8 @@ class NmiMask(Device):
         self.name = name
         self.reset()
 
-    def attach(self, machine):
-        machine.ports.claim(self.name, (NMI_MASK_PORT,), write=self.port_write)
+    def attach(self, board):
+        board.claim_ports((NMI_MASK_PORT,), write=self.port_write)
 
     def reset(self):
         self.value = 0

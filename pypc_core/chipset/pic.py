@@ -35,10 +35,10 @@ class Pic8259(Device):
         self.reset()
 
     # -- wiring ------------------------------------------------------------
-    def attach(self, machine):
-        machine.ports.claim(self.name, (self.base_port, self.base_port + 1),
-                            read=self.port_read, write=self.port_write, peek=self.peek)
-        self._portmap = machine.ports
+    def attach(self, board):
+        board.claim_ports((self.base_port, self.base_port + 1),
+                          read=self.port_read, write=self.port_write, peek=self.peek)
+        self._ports_changed = board.ports_changed
 
     def reset(self):
         self.irr = 0
@@ -60,7 +60,7 @@ class Pic8259(Device):
         self.special_mask = False
         self.intr = False
 
-    _portmap = None
+    _ports_changed = None
     #: add_observer: called as ``fn(kind, irq, vector)`` -- "irq_raise" and
     #: "irq_lower" when an input line changes, "irq_dispatch" at each INTA
     #: (vector given; None otherwise)
@@ -144,9 +144,9 @@ class Pic8259(Device):
         return None
 
     def _update(self):
-        if self._portmap is not None:
+        if self._ports_changed is not None:
             # IRR/ISR/IMR may have changed: only the PIC's own reads follow them
-            self._portmap.mark_dirty(self.name)
+            self._ports_changed()
         level = self._resolve() is not None
         if level != self.intr:
             self.intr = level

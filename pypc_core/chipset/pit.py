@@ -408,16 +408,12 @@ class Pit8253(Device):
         self.on_channel2_change = None
         self.reset()
 
-    def attach(self, machine):
-        machine.ports.claim(self.name, PIT_PORTS,
-                            read=self.port_read, write=self.port_write)
-        self.clock = machine.clock
-        if self.pic is None:
-            self.pic = getattr(machine, "pic", None)
-        self._portmap = machine.ports
-        self._counters = [machine.ports.counter(self.name, port, CYCLES_PER_TICK)
-                          for port in PIT_PORTS[:3]]
-        machine.ports.add_publisher(self._publish)
+    def attach(self, board):
+        board.claim_ports(PIT_PORTS, read=self.port_read, write=self.port_write)
+        self.clock = board.clock
+        self._counters = [board.counter(port, CYCLES_PER_TICK) for port in PIT_PORTS[:3]]
+        self._portmap = self._counters[0].portmap   # (the counters' own parameter blocks)
+        board.add_publisher(self._publish)
         self._publish()
 
     # -- the CPU's copy of the counters (see the module docstring) ---------

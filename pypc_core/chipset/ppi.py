@@ -80,14 +80,10 @@ class Ppi8255(Device):
         self.sw2 = switch2_byte(memory_kib)
         self.reset()
 
-    def attach(self, machine):
-        machine.ports.claim(self.name, PPI_PORTS,
-                            read=self.port_read, write=self.port_write, peek=self.peek)
-        self.clock = machine.clock
-        if self.keyboard is None:
-            self.keyboard = getattr(machine, "keyboard", None)
-        if self.pit is None:
-            self.pit = getattr(machine, "pit", None)
+    def attach(self, board):
+        board.claim_ports(PPI_PORTS, read=self.port_read, write=self.port_write,
+                          peek=self.peek)
+        self.clock = board.clock
 
     def reset(self):
         self.control = 0x99         # A in, B out, C in (what the BIOS sets)
