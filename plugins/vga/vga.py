@@ -545,6 +545,18 @@ class VGA(Device):
         t = self._timing()
         return t["frame_dots"] * CPU_HZ_X3 / (3 * self._dot_hz())
 
+    def frame_rate_hz(self):
+        """Frames per emulated second: the dot clock over the frame's dots
+        (70.09 in the 400-line modes, 59.94 in the 480-line ones)."""
+        return self._dot_hz() / self._timing()["frame_dots"]
+
+    def pixel_aspect(self):
+        """Width over height of one ``frame()`` pixel: the picture fills a
+        4:3 screen (720x400 text 20/27, 320x200 5/6, 640x480 1)."""
+        from pypc_core.video_frames import aspect_for
+        w, h = self.resolution()
+        return aspect_for(w, h)
+
     def next_event(self):
         return None
 
@@ -1012,12 +1024,10 @@ class VGA(Device):
         }
 
     def write_png(self, path, double=False, frame=None):
-        from pypc_plugins.cga.cga import encode_png
-        rgb = self.frame_doubled(frame) if double else self.frame(frame)
-        data = encode_png(rgb)
-        with open(path, "wb") as f:
-            f.write(data)
-        return len(data)
+        """Write the frame (or ``frame_doubled()``) as a PNG file
+        (:func:`pypc_core.video_frames.write_png`); returns its size."""
+        from pypc_core.video_frames import write_png
+        return write_png(path, self.frame_doubled(frame) if double else self.frame(frame))
 
     # -- state -------------------------------------------------------------------------
     def get_state(self):

@@ -26,6 +26,8 @@ import time
 
 import numpy as np
 
+from .. import video_frames
+
 DEFAULT_INTERVAL_S = 1 / 30       # host seconds between two published pictures
 # Share of host time the viewers may take (publishing on the machine thread,
 # diffing and encoding on each viewer's thread): an unpaced (turbo) run keeps
@@ -127,7 +129,7 @@ class Display:
                           mode=video.mode_name(), graphics=graphics,
                           cursor=video.cursor())
             if want_frame:
-                fields["frame"] = np.ascontiguousarray(video.frame(), dtype=np.uint8)
+                fields["frame"] = video_frames.frame(video)
             if want_text and not graphics:
                 fields["codes"], fields["attrs"] = text_arrays(video.text_page())
                 fields["blink"] = bool(getattr(video, "blink_enabled", lambda: True)())
