@@ -1,0 +1,152 @@
+"""Method group ``video_media`` (pypc extensions): ``video.screenshot``
+(the card's frame as PNG, :mod:`pypc_core.video_frames`) and
+``video.record.start`` / ``video.record.stop`` (a recording of the display
+and the speaker in emulated time, :class:`pypc_core.recording.Recorder`).
+
+One recording at a time per server.  It records the machine it was started
+on: a ``session.start`` that replaces the machine finishes it (a later
+``video.record.stop`` still reports it), and so does the machine's end (the
+server shutting down), so a file is never left half-written.  Paths are
+the server host's (relative ones to its working directory); an existing
+file is refused unless ``overwrite`` is true."""
+
+import base64
+import os
+import weakref
+
+from pypc_core import hookimpl, video_frames
+from pypc_core.errors import PypcError
+from pypc_core.recording import Recorder, check_path, segment_path
+from pypc_core.rpc.errors import invalid, not_found
+from pypc_core.rpc.shapes import sha256
+
+from .video import adapter
+
+KEY = "video.record"
+#: machine -> its running Recorder, so the machine's end finishes the file
+_RUNNING = weakref.WeakKeyDictionary()
+
+
+def _ratio(fraction):
+    return {"numerator": int(fraction.numerator), "denominator": int(fraction.denominator)}
+
+
+def screenshot(ctl, params):
+    video = adapter(ctl, "video.screenshot")
+    double = bool(params.get("double", False))
+    rgb = video.frame_doubled() if double else video_frames.frame(video)
+    h, w = rgb.shape[:2]
+    if h == 0 or w == 0:
+        raise invalid("video.screenshot: the card displays no picture (0x0)",
+                      reason="PRECONDITION_FAILED")
+    png = video_frames.encode_png(rgb)
+    return {
+        "adapter": video.adapter,
+        "mode": video.mode_name(),
+        "width": int(w), "height": int(h),
+        "double": double,
+        "pixel_aspect": _ratio(video_frames.aspect_for(w, h) if double
+                               else video.pixel_aspect()),
+        "frame_rate_hz": float(video.frame_rate_hz()),
+        "frame_number": int(video.frame_number()),
+        "clock": int(ctl.machine.clock()),
+        "byte_count": len(png),
+        "sha256": sha256(png),
+        "png_base64": base64.b64encode(png).decode("ascii"),
+    }
+
+
+def _state(ctl):
+    state = ctl.extensions.get(KEY)
+    if state is None:
+        state = ctl.extensions[KEY] = {"next": 1, "recorder": None, "id": None,
+                                       "finished": None}
+
+        def adopted(machine):                   # session.start: finish it
+            rec = state["recorder"]
+            if rec is not None and rec.machine is not machine:
+                _finish(state)
+        ctl.adopt_hooks.append(adopted)
+    return state
+
+
+def _finish(state):
+    rec, state["recorder"] = state["recorder"], None
+    _RUNNING.pop(rec.machine, None)
+    summary = rec.stop()
+    state["finished"] = (state["id"], summary)
+    return summary
+
+
+def record_start(ctl, params):
+    video = adapter(ctl, "video.record.start")
+    state = _state(ctl)
+    if state["recorder"] is not None:
+        raise invalid(f"video.record.start: recording {state['id']} is running "
+                      "(video.record.stop first)", reason="PRECONDITION_FAILED",
+                      recording_id=state["id"])
+    path = params["path"]
+    try:
+        check_path(path)
+    except PypcError as exc:
+        raise invalid(f"video.record.start: {exc}", field="path") from None
+    if not params.get("overwrite", False):
+        for i in range(0, 100):
+            p = segment_path(path, i)
+            if os.path.lexists(p):
+                raise invalid(f"video.record.start: {p!r} exists (give overwrite: true to "
+                              "replace it)", reason="PRECONDITION_FAILED", field="path")
+    try:
+        rec = Recorder.start(ctl.machine, path, audio=params.get("audio", True))
+    except (PypcError, OSError) as exc:
+        raise invalid(f"video.record.start: {exc}", field="path") from None
+    rec_id = f"rec-{state['next']}"
+    state["next"] += 1
+    state["recorder"], state["id"], state["finished"] = rec, rec_id, None
+    _RUNNING[ctl.machine] = rec
+    seg = rec.segments[0]
+    w, h = seg.size
+    return {
+        "recording_id": rec_id,
+        "path": os.path.abspath(path),
+        "format": os.path.splitext(path)[1].lower().lstrip("."),
+        "adapter": video.adapter,
+        "width": int(w), "height": int(h),
+        "pixel_aspect": _ratio(video.pixel_aspect()),
+        "frame_rate_hz": float(video.frame_rate_hz()),
+        "audio": rec.speaker is not None,
+        "clock": int(rec.origin),
+    }
+
+
+def record_stop(ctl, params):
+    state = _state(ctl)
+    if state["recorder"] is not None:
+        rec_id = state["id"]
+        summary = _finish(state)
+        state["finished"] = None
+    elif state["finished"] is not None:         # finished by a session.start
+        rec_id, summary = state["finished"]
+        state["finished"] = None
+    else:
+        raise not_found("video.record.stop: no recording is running")
+    return {"recording_id": rec_id,
+            "files": [os.path.abspath(p) for p in summary["files"]],
+            "frames": summary["frames"],
+            "seconds": float(summary["seconds"]),
+            "frame_rate_hz": float(summary["frame_rate_hz"]),
+            "width": summary["width"], "height": summary["height"],
+            "audio": summary["audio"]}
+
+
+@hookimpl
+def pypc_machine_shutdown(machine):
+    rec = _RUNNING.pop(machine, None)
+    if rec is not None and rec.active:
+        rec.stop()
+
+
+@hookimpl
+def pypc_rpc_methods():
+    return {"video.screenshot": screenshot, "video.record.start": record_start,
+            "video.record.stop": record_stop}
