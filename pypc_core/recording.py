@@ -73,7 +73,7 @@ FORMATS = {
     ".apng": ("apng", "apng", "rgb24", None),
 }
 VIDEO_OPTIONS = {
-    "libx264": {"preset": "veryfast", "crf": "18", "threads": "1"},
+    "libx264": {"preset": "ultrafast", "crf": "18", "threads": "1"},
     "libvpx-vp9": {"deadline": "realtime", "cpu-used": "8", "crf": "32", "b": "0",
                    "threads": "1", "row-mt": "0"},
     "libx264rgb": {"preset": "veryfast", "qp": "0", "threads": "1"},   # qp 0: lossless

@@ -539,7 +539,7 @@ class CGA(Device):
 
     def frame(self, frame=None):
         """The visible area as RGB, ``uint8[200, 640, 3]``."""
-        return PALETTE[self.frame_indices(frame)]
+        return np.take(PALETTE, self.frame_indices(frame), axis=0)
 
     def frame_doubled(self, frame=None):
         """``frame()`` with every line doubled: ``uint8[400, 640, 3]``,
