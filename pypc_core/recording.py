@@ -38,6 +38,11 @@ the audio continues without a gap or an overlap).  :meth:`Recorder.stop`
 lists the files.  A frame with no pixels (display disabled in a way that
 leaves no picture) is recorded as black at the current size.
 
+Jumps in time: when a snapshot or checkpoint is restored (the machine's
+``display_epoch`` changes) the next frame is taken at once and the video
+goes on one frame period after the last one, so timestamps never go back;
+the sound goes on from the restored state without a gap.
+
 Sound: the PC speaker (PIT counter 2 gated by port 61h,
 :class:`pypc_core.frontends.audio.Speaker`) rendered at 48,000 Hz from the
 same emulated time, in the containers that carry audio (``audio=False``
@@ -270,13 +275,13 @@ class Recorder:
         self.segments = []
         self.files = []
         self.frames = 0
+        self.seconds = 0.0              # emulated seconds the frames cover
         self.active = False
         self.speaker = None
         self.tap = None
         self.last_cycle = self.origin
+        self.epoch = getattr(machine, "display_epoch", 0)
         self._segment_origin = self.origin
-        self._segment_sample0 = 0
-        self._audio_taken = 0
 
     @classmethod
     def start(cls, machine, path, audio=True):
@@ -299,17 +304,33 @@ class Recorder:
 
     # -- the scheduler's observer protocol ---------------------------------
     def next_event(self):
-        return self.next_cycle if self.active else None
+        if not self.active:
+            return None
+        if getattr(self.machine, "display_epoch", 0) != self.epoch:
+            return 0                        # a restored snapshot: look at once
+        return self.next_cycle
 
     def advance(self, cycle):
         if not self.active:
             return
+        epoch = getattr(self.machine, "display_epoch", 0)
+        if epoch != self.epoch:
+            # the machine jumped in time (a snapshot or checkpoint restored):
+            # the video goes on one frame period after the last frame
+            self.epoch = epoch
+            if self.segments:
+                last_pts = self.last_cycle - self._segment_origin
+                self._segment_origin = cycle - last_pts - self._period_cycles()
+            self.next_cycle = cycle
         while self.next_cycle <= cycle:
             self._capture(self.next_cycle)
 
     # -- frames and sound ----------------------------------------------------
     def _frame_period(self):
         return float(self.video.frame_cycles())
+
+    def _period_cycles(self):
+        return max(1, int(round(self._frame_period())))
 
     def _capture(self, at):
         rgb = video_frames.frame(self.video)
@@ -324,30 +345,28 @@ class Recorder:
         if seg is None or seg.size != (w, h):
             self._new_segment(at, w, h)
             seg = self.segments[-1]
-        self._pump_audio(at)
+        self._pump_audio()
         seg.add_frame(rgb, at - self._segment_origin)
         self.frames += 1
         self.last_cycle = at
-        self.next_cycle = at + max(1, int(round(self._frame_period())))
+        self.next_cycle = at + self._period_cycles()
+        self.seconds += self._period_cycles() / CPU_HZ
 
-    def _sample_at(self, cycle):
-        return ((cycle - self.origin) * AUDIO_RATE) // CPU_HZ
-
-    def _pump_audio(self, upto_cycle):
-        """Mux the speaker's samples up to ``upto_cycle`` into the current
-        segment."""
+    def _pump_audio(self, upto_cycle=None):
+        """Mux the speaker's samples rendered so far (up to the current
+        cycle, a few cycles past the frame being taken) into the current
+        segment.  The Speaker keeps its own sample count across restored
+        snapshots, so the sound stays continuous."""
         if self.speaker is None or not self.segments:
             return
         self.speaker.render()
-        want = self._sample_at(upto_cycle) - self._audio_taken
-        if want > 0:
-            pcm = self.tap.take(want)
-            self._audio_taken += len(pcm)
+        pcm = self.tap.take(self.tap.count)
+        if len(pcm):
             self.segments[-1].add_audio(pcm)
 
     def _new_segment(self, at, w, h):
         if self.segments:
-            self._pump_audio(at)
+            self._pump_audio()
             self.segments[-1].close()
         path = segment_path(self.path, len(self.segments))
         seg = _Segment(path, self.ext, w, h, video_frames.aspect_for(w, h)
@@ -366,18 +385,16 @@ class Recorder:
             raise RecordingError("the recording is not running")
         self.active = False
         self.machine.scheduler.remove(self)
-        now = int(self.machine.clock())
         try:
             if self.segments:
-                # the sound up to the end of the last frame's period
-                self._pump_audio(max(now, self.last_cycle))
+                self._pump_audio()              # the sound up to now
         finally:
             self._abort()
         w, h = self.segments[-1].size if self.segments else (0, 0)
         return {
             "files": list(self.files),
             "frames": self.frames,
-            "seconds": (self.last_cycle - self.origin) / CPU_HZ + self._frame_period() / CPU_HZ,
+            "seconds": self.seconds,
             "frame_rate_hz": float(video_frames.frame_rate_hz(self.video)),
             "width": int(w), "height": int(h),
             "audio": self.speaker is not None,

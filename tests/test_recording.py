@@ -173,6 +173,28 @@ def test_a_mode_change_goes_on_in_a_new_segment(tmp_path):
     assert summary["frames"] == len(text) + len(graphics)
 
 
+def test_a_restored_checkpoint_continues_the_video(tmp_path):
+    img = floppy(tmp_path / "beep.img", beep_boot(1193))
+    out = tmp_path / "restore.mkv"
+    with Machine(MachineConfig(plugins=plugins_with("cga"), floppy_a=img, cow=True)) as m:
+        m.run_for(CPU_HZ)
+        cp = m.checkpoint()
+        rec = Recorder.start(m, str(out))
+        m.run_for(CPU_HZ // 2)
+        m.restore(cp)                                  # back half a second
+        m.run_for(CPU_HZ // 2)
+        m.restore(cp)
+        m.run_for(CPU_HZ // 4)
+        summary = rec.stop()
+    frames, times, audio, _ = decode(out)
+    assert len(frames) == summary["frames"]
+    assert abs(len(frames) - 1.25 * 59.92) <= 3
+    assert all(b > a for a, b in zip(times, times[1:]))        # never backwards
+    assert max(b - a for a, b in zip(times, times[1:])) < 2.5 / 59.92
+    assert abs(len(audio) - 1.25 * AUDIO_RATE) <= AUDIO_RATE // 20
+    assert summary["seconds"] == pytest.approx(len(frames) / 59.92, rel=1e-3)
+
+
 def test_bad_paths(tmp_path):
     for path, words in ((str(tmp_path / "a.avi"), "give a name ending in"),
                         (str(tmp_path), "is a directory"),
