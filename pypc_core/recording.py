@@ -274,6 +274,7 @@ class Recorder:
         self.next_cycle = self.origin
         self.segments = []
         self.files = []
+        self.error = None
         self.frames = 0
         self.seconds = 0.0              # emulated seconds the frames cover
         self.active = False
@@ -322,8 +323,25 @@ class Recorder:
                 last_pts = self.last_cycle - self._segment_origin
                 self._segment_origin = cycle - last_pts - self._period_cycles()
             self.next_cycle = cycle
-        while self.next_cycle <= cycle:
-            self._capture(self.next_cycle)
+        try:
+            while self.next_cycle <= cycle:
+                self._capture(self.next_cycle)
+        except Exception as exc:            # a full disk, an encoder error ...
+            self._fail(exc)
+
+    def _fail(self, exc):
+        """Stop taking frames (the guest runs on untouched), finish what can
+        be finished and keep the error for :meth:`stop`."""
+        self.active = False                 # next_event() is None from now on
+        self.error = exc
+        note = getattr(self.machine, "note", None)
+        if note is not None:
+            note("error", f"recording {self.path!r} stopped at cycle "
+                          f"{int(self.machine.clock())}: {exc}")
+        try:
+            self._close_files()
+        except Exception:
+            pass
 
     # -- frames and sound ----------------------------------------------------
     def _frame_period(self):
@@ -380,7 +398,13 @@ class Recorder:
     def stop(self):
         """Finish the files and leave the machine; returns a summary dict:
         files, frames, seconds (emulated), frame_rate_hz (of the last mode),
-        width/height (of the last file), audio (bool)."""
+        width/height (of the last file), audio (bool).  A recording that
+        failed while running (its error is in the machine's diagnostics)
+        raises RecordingError here, after leaving the machine."""
+        if self.error is not None:
+            self._abort()
+            raise RecordingError(f"the recording to {self.path!r} stopped early: "
+                                 f"{self.error}")
         if not self.active:
             raise RecordingError("the recording is not running")
         self.active = False
@@ -401,10 +425,14 @@ class Recorder:
         }
 
     def _abort(self):
-        """Close what is open (files stay as far as they were written)."""
+        """Leave the machine and close what is open (files stay as far as
+        they were written)."""
         self.active = False
         self.machine.scheduler.remove(self)
-        if self.speaker is not None:
+        self._close_files()
+
+    def _close_files(self):
+        if self.speaker is not None and not self.speaker.closed:
             self.speaker.close()
         errors = []
         for seg in self.segments:

@@ -32,7 +32,6 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import PypcError
-from .scheduler import CPU_HZ
 
 
 def video_of(source):
@@ -107,5 +106,5 @@ def write_png(path, rgb):
     return len(data)
 
 
-__all__ = ["CPU_HZ", "aspect_for", "decode_png", "encode_png", "frame", "frame_cycles",
+__all__ = ["aspect_for", "decode_png", "encode_png", "frame", "frame_cycles",
            "frame_rate_hz", "pixel_aspect", "png_bytes", "video_of", "write_png"]

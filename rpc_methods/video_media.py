@@ -17,7 +17,7 @@ import weakref
 from pypc_core import hookimpl, video_frames
 from pypc_core.errors import PypcError
 from pypc_core.recording import Recorder, check_path, segment_path
-from pypc_core.rpc.errors import invalid, not_found
+from pypc_core.rpc.errors import RpcError, invalid, not_found
 from pypc_core.rpc.shapes import sha256
 
 from .video import adapter
@@ -65,15 +65,25 @@ def _state(ctl):
         def adopted(machine):                   # session.start: finish it
             rec = state["recorder"]
             if rec is not None and rec.machine is not machine:
-                _finish(state)
+                try:
+                    _finish(state)
+                except RpcError as exc:         # reported by the next stop
+                    state["failed"] = exc
         ctl.adopt_hooks.append(adopted)
     return state
 
 
 def _finish(state):
+    """Stop the running recorder; a recording that failed while running
+    (a full disk ...) is PRECONDITION_FAILED with its error."""
     rec, state["recorder"] = state["recorder"], None
     _RUNNING.pop(rec.machine, None)
-    summary = rec.stop()
+    try:
+        summary = rec.stop()
+    except PypcError as exc:
+        state["finished"] = None
+        raise invalid(f"video.record.stop: {exc}", reason="PRECONDITION_FAILED",
+                      recording_id=state["id"]) from None
     state["finished"] = (state["id"], summary)
     return summary
 
@@ -103,6 +113,7 @@ def record_start(ctl, params):
     rec_id = f"rec-{state['next']}"
     state["next"] += 1
     state["recorder"], state["id"], state["finished"] = rec, rec_id, None
+    state["failed"] = None
     _RUNNING[ctl.machine] = rec
     seg = rec.segments[0]
     w, h = seg.size
@@ -125,6 +136,9 @@ def record_stop(ctl, params):
         rec_id = state["id"]
         summary = _finish(state)
         state["finished"] = None
+    elif state.get("failed") is not None:      # failed, then a session.start
+        exc, state["failed"] = state["failed"], None
+        raise exc
     elif state["finished"] is not None:         # finished by a session.start
         rec_id, summary = state["finished"]
         state["finished"] = None
@@ -142,8 +156,11 @@ def record_stop(ctl, params):
 @hookimpl
 def pypc_machine_shutdown(machine):
     rec = _RUNNING.pop(machine, None)
-    if rec is not None and rec.active:
-        rec.stop()
+    if rec is not None and (rec.active or rec.error is not None):
+        try:
+            rec.stop()
+        except PypcError:
+            pass                    # (its error is in the machine's diagnostics)
 
 
 @hookimpl

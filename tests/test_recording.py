@@ -195,6 +195,29 @@ def test_a_restored_checkpoint_continues_the_video(tmp_path):
     assert summary["seconds"] == pytest.approx(len(frames) / 59.92, rel=1e-3)
 
 
+def test_a_failing_write_stops_the_recording_not_the_guest(tmp_path):
+    img = floppy(tmp_path / "beep.img", beep_boot(1193))
+    with Machine(MachineConfig(plugins=plugins_with("cga"), floppy_a=img, cow=True)) as m:
+        m.run_for(CPU_HZ)
+        rec = Recorder.start(m, str(tmp_path / "full.mkv"))
+        m.run_for(CPU_HZ // 10)
+        segment = rec.segments[0]
+
+        def no_space(rgb, pts):
+            raise OSError(28, "No space left on device")
+        segment.add_frame = no_space                   # (the disk fills up)
+        m.run_for(CPU_HZ // 2)                         # the guest runs on
+        assert m.clock() >= CPU_HZ + CPU_HZ // 10 + CPU_HZ // 2 - 2
+        assert rec.next_event() is None
+        notes = [r["message"] for r in m.diagnostics.records() if r["level"] == "error"]
+        assert any("No space left" in n and "full.mkv" in n for n in notes)
+        with pytest.raises(RecordingError, match="stopped early: .*No space left"):
+            rec.stop()
+        assert rec not in m.scheduler.timed
+    frames, _, _, _ = decode(tmp_path / "full.mkv")     # what was written is readable
+    assert 4 <= len(frames) <= 8
+
+
 def test_bad_paths(tmp_path):
     for path, words in ((str(tmp_path / "a.avi"), "give a name ending in"),
                         (str(tmp_path), "is a directory"),
