@@ -269,6 +269,10 @@ class Recorder:
         self.video = machine.video
         if self.video is None:
             raise RecordingError("a recording needs a video plugin (e.g. --plugins cga)")
+        if not callable(getattr(self.video, "frame_cycles", None)):
+            raise RecordingError(f"the {getattr(self.video, 'adapter', 'video')} card has no "
+                                 "frame_cycles() (the VideoDevice protocol's frame timing), "
+                                 "so it cannot be recorded")
         self.want_audio = bool(audio) and FORMATS[self.ext][3] is not None
         self.origin = int(machine.clock())
         self.next_cycle = self.origin
@@ -387,9 +391,8 @@ class Recorder:
             self._pump_audio()
             self.segments[-1].close()
         path = segment_path(self.path, len(self.segments))
-        seg = _Segment(path, self.ext, w, h, video_frames.aspect_for(w, h)
-                       if not hasattr(self.video, "pixel_aspect") else self.video.pixel_aspect(),
-                       video_frames.frame_rate_hz(self.video), self.speaker is not None)
+        seg = _Segment(path, self.ext, w, h, video_frames.pixel_aspect(self.video),
+                       CPU_HZ / self._frame_period(), self.speaker is not None)
         self.segments.append(seg)
         self.files.append(path)
         self._segment_origin = at

@@ -32,6 +32,7 @@ from fractions import Fraction
 import numpy as np
 
 from .errors import PypcError
+from .scheduler import CPU_HZ
 
 
 def video_of(source):
@@ -48,15 +49,32 @@ def frame(source):
 
 
 def pixel_aspect(source):
-    return Fraction(video_of(source).pixel_aspect())
+    """The card's ``pixel_aspect()``; for a card without one, that of its
+    frame filling a 4:3 screen."""
+    video = video_of(source)
+    if callable(getattr(video, "pixel_aspect", None)):
+        return Fraction(video.pixel_aspect())
+    h, w = video.frame().shape[:2]
+    return aspect_for(w, h)
 
 
 def frame_rate_hz(source):
-    return float(video_of(source).frame_rate_hz())
+    """Frames per emulated second: the card's ``frame_rate_hz()``, else
+    ``CPU_HZ / frame_cycles()``."""
+    video = video_of(source)
+    if callable(getattr(video, "frame_rate_hz", None)):
+        return float(video.frame_rate_hz())
+    return CPU_HZ / frame_cycles(video)
 
 
 def frame_cycles(source):
-    return float(video_of(source).frame_cycles())
+    """Emulated CPU cycles per frame (a card without ``frame_cycles()``
+    cannot be timed: PypcError)."""
+    video = video_of(source)
+    if not callable(getattr(video, "frame_cycles", None)):
+        raise PypcError(f"the {getattr(video, 'adapter', 'video')} card has no frame_cycles() "
+                        "(the VideoDevice protocol's frame timing)")
+    return float(video.frame_cycles())
 
 
 def aspect_for(width, height):

@@ -46,8 +46,8 @@ def screenshot(ctl, params):
         "width": int(w), "height": int(h),
         "double": double,
         "pixel_aspect": _ratio(video_frames.aspect_for(w, h) if double
-                               else video.pixel_aspect()),
-        "frame_rate_hz": float(video.frame_rate_hz()),
+                               else video_frames.pixel_aspect(video)),
+        "frame_rate_hz": float(video_frames.frame_rate_hz(video)),
         "frame_number": int(video.frame_number()),
         "clock": int(ctl.machine.clock()),
         "byte_count": len(png),
@@ -123,8 +123,8 @@ def record_start(ctl, params):
         "format": os.path.splitext(path)[1].lower().lstrip("."),
         "adapter": video.adapter,
         "width": int(w), "height": int(h),
-        "pixel_aspect": _ratio(video.pixel_aspect()),
-        "frame_rate_hz": float(video.frame_rate_hz()),
+        "pixel_aspect": _ratio(video_frames.pixel_aspect(video)),
+        "frame_rate_hz": float(video_frames.frame_rate_hz(video)),
         "audio": rec.speaker is not None,
         "clock": int(rec.origin),
     }
