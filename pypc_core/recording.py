@@ -184,6 +184,7 @@ class _Segment:
             raise
         self.frames = 0
         self.samples = 0
+        self._colours = None
 
     @staticmethod
     def _bitexact(stream):
@@ -201,7 +202,8 @@ class _Segment:
             canvas[:min(h, self.enc_h), :min(w, self.enc_w)] = rgb[:self.enc_h, :self.enc_w]
             rgb = canvas
         if self.pix_fmt == "pal8":
-            frame = av.VideoFrame.from_ndarray(_palettized(rgb), format="pal8")
+            indices, palette, self._colours = _palettized(rgb, self._colours)
+            frame = av.VideoFrame.from_ndarray((indices, palette), format="pal8")
         else:
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
         frame.pts = int(pts)
@@ -236,22 +238,30 @@ class _Segment:
             self.container = None
 
 
-def _palettized(rgb):
-    """(indices uint8[H, W], palette uint8[256, 4]) of an RGB picture
-    with at most 256 colours (any card frame); more are cut to 256."""
+def _palettized(rgb, colours=None):
+    """``(indices uint8[H, W], palette uint8[256, 4], colours)`` of an RGB
+    picture with at most 256 colours (any card frame; more are cut to 256).
+    ``colours`` (the sorted 24-bit colours of the previous frame) is reused
+    when it holds every colour of this one, which spares a sort."""
     flat = rgb.reshape(-1, 3)
     key = (flat[:, 0].astype(np.uint32) << 16) | (flat[:, 1].astype(np.uint32) << 8) | flat[:, 2]
-    colours, inverse = np.unique(key, return_inverse=True)
-    if len(colours) > 256:          # not a card frame; keep it encodable
-        inverse = np.minimum(inverse, 255)
-        colours = colours[:256]
+    inverse = None
+    if colours is not None and len(colours):
+        pos = np.minimum(np.searchsorted(colours, key), len(colours) - 1)
+        if (colours[pos] == key).all():
+            inverse = pos
+    if inverse is None:
+        colours, inverse = np.unique(key, return_inverse=True)
+        if len(colours) > 256:          # not a card frame; keep it encodable
+            inverse = np.minimum(inverse, 255)
+            colours = colours[:256]
     # PyAV takes the palette entries as bytes A, R, G, B
     palette = np.zeros((256, 4), dtype=np.uint8)
     palette[:, 0] = 255
     palette[:len(colours), 1] = (colours >> 16) & 0xFF
     palette[:len(colours), 2] = (colours >> 8) & 0xFF
     palette[:len(colours), 3] = colours & 0xFF
-    return inverse.reshape(rgb.shape[:2]).astype(np.uint8), palette
+    return inverse.reshape(rgb.shape[:2]).astype(np.uint8), palette, colours
 
 
 class Recorder:
