@@ -14,21 +14,22 @@ host load; containers and encoders are opened with the ``bitexact`` flag
 
 Formats, by the file name's extension:
 
-========  ==========  ============================  =====================
-ext       container   video                         audio
-========  ==========  ============================  =====================
-``.mkv``  Matroska    H.264 RGB, qp 0 (lossless)    FLAC (lossless)
-``.mp4``  MP4         H.264 (libx264), yuv420p      AAC
-``.webm`` WebM        VP9 (libvpx-vp9), yuv420p     Opus
-``.gif``  GIF         256-colour palette per frame  none
-``.apng`` APNG        RGB (lossless)                none
-========  ==========  ============================  =====================
+========  ==========  ==============================  ===============
+ext       container   video                           audio
+========  ==========  ==============================  ===============
+``.mkv``  Matroska    H.264 RGB, qp 0 (lossless)      FLAC (lossless)
+``.mp4``  MP4         H.264 (libx264), yuv420p        AAC
+``.webm`` WebM        VP9 (libvpx-vp9), yuv420p       Opus
+``.gif``  GIF         exact palette, every 2nd frame  none
+``.apng`` APNG        RGB (lossless)                  none
+========  ==========  ==============================  ===============
 
 Every frame is at the mode's native resolution (CGA 640x200, VGA 720x400
 text, 320x200 mode 13h ...); the pixel aspect (``pixel_aspect()``) is the
 stream's sample aspect ratio where the container has one (MKV, MP4, WebM),
 nothing is resampled.  GIF frames are exact (a card shows at most 256
-colours); yuv420p needs even sizes, so MP4/WebM add one black column/line to
+colours), one for every second frame of the card (GIF delays are whole
+hundredths of a second, and browsers stretch those under 2/100 s); yuv420p needs even sizes, so MP4/WebM add one black column/line to
 an odd width/height.
 
 Mode changes: a file holds one resolution.  When the card's picture changes
@@ -77,6 +78,7 @@ FORMATS = {
     ".gif": ("gif", "gif", "pal8", None),
     ".apng": ("apng", "apng", "rgb24", None),
 }
+STRIDE = {".gif": 2}
 VIDEO_OPTIONS = {
     "libx264": {"preset": "ultrafast", "crf": "18", "threads": "1"},
     "libvpx-vp9": {"deadline": "realtime", "cpu-used": "8", "crf": "32", "b": "0",
@@ -284,6 +286,10 @@ class Recorder:
                                  "frame_cycles() (the VideoDevice protocol's frame timing), "
                                  "so it cannot be recorded")
         self.want_audio = bool(audio) and FORMATS[self.ext][3] is not None
+        #: card frames per recorded frame: GIF delays are whole 1/100 s and
+        #: browsers stretch those under 2/100 s to 1/10 s, so a GIF takes
+        #: every second frame (29.96 / 35.04 frames a second)
+        self.stride = STRIDE.get(self.ext, 1)
         self.origin = int(machine.clock())
         self.next_cycle = self.origin
         self.segments = []
@@ -335,7 +341,7 @@ class Recorder:
             self.epoch = epoch
             if self.segments:
                 last_pts = self.last_cycle - self._segment_origin
-                self._segment_origin = cycle - last_pts - self._period_cycles()
+                self._segment_origin = cycle - last_pts - self._period_cycles() * self.stride
             self.next_cycle = cycle
         try:
             while self.next_cycle <= cycle:
@@ -381,8 +387,9 @@ class Recorder:
         seg.add_frame(rgb, at - self._segment_origin)
         self.frames += 1
         self.last_cycle = at
-        self.next_cycle = at + self._period_cycles()
-        self.seconds += self._period_cycles() / CPU_HZ
+        step = self._period_cycles() * self.stride
+        self.next_cycle = at + step
+        self.seconds += step / CPU_HZ
 
     def _pump_audio(self, upto_cycle=None):
         """Mux the speaker's samples rendered so far (up to the current
