@@ -1,7 +1,8 @@
 """video.screenshot and video.record.start/stop over the real server and a
 real socket: the PNG is the card's frame (decoded with Pillow), a recording
 of one emulated second has the card's frame count, refusals change
-nothing, and the server's end finishes a running recording."""
+nothing, and a session.start or the server's end finishes a running
+recording."""
 
 import base64
 import hashlib
@@ -117,3 +118,30 @@ def test_the_servers_end_finishes_a_running_recording(tmp_path):
         f.close()                                 # the machine's end: pypc_machine_shutdown
     frames = count_frames(out)                    # an MP4 is readable only once finished
     assert abs(len(frames) - 0.2 * 59.92) <= 1
+
+
+def test_session_start_finishes_the_recording(tmp_path):
+    from session_common import runtime_folder, start_session
+    folder = runtime_folder(tmp_path, {"agent_fixture": "AGENTFIX.COM"})
+    f = RpcFixture(plugins=["cga"])
+    try:
+        c = f.client()
+        c.call("execution.pause")
+        out = tmp_path / "before.mkv"
+        started = c.call("video.record.start", {"path": str(out)})
+        run_emulated(c, 100_000_000)
+        first_machine = f.controller.machine
+        start_session(c, folder, "AGENTFIX.COM", break_at="entry")
+        assert f.controller.machine is not first_machine       # a new machine ...
+        assert all(type(d).__name__ != "Recorder" for d in first_machine.scheduler.timed)
+        frames = count_frames(out)                             # ... the file is finished
+        again = c.call("video.record.stop")                    # and reported once
+        assert again["recording_id"] == started["recording_id"]
+        assert again["frames"] == len(frames) and abs(len(frames) - 0.1 * 59.92) <= 1
+        assert c.error("video.record.stop")["data"]["reason"] == "NOT_FOUND"
+        # the new machine can be recorded
+        second = c.call("video.record.start", {"path": str(tmp_path / "after.gif")})
+        assert second["recording_id"] != started["recording_id"]
+        assert c.call("video.record.stop")["frames"] >= 1
+    finally:
+        f.close_with_session()
