@@ -458,7 +458,8 @@ def render_rich(machine, width=80, height=25):
         text.append("(no video plugin)")
         return text
     if video.is_graphics():
-        return render_graphics(video.frame(), width, height)
+        from .video_frames import frame
+        return render_graphics(frame(video), width, height)
     cells = video.text_page()["cells"]
     for r, row in enumerate(cells):
         run_style, run = None, []
