@@ -9,11 +9,14 @@ format (one frame per frame of the card in emulated time, the speaker
 included where the container carries sound; encoding runs on the machine
 thread, so every frame's cost is the guest's).
 
-Two guests:
+Three guests:
 
 * ``cga-text``: a CPU-bound loop that increments one character of the CGA
   text screen every 1,000 iterations (59.92 frames per emulated second,
   640x200);
+* ``cga-still``: the BIOS's text screen and a guest in HLT -- only the
+  cursor blinks, so most frames are unchanged and not rendered again
+  (the cards' ``frame_key()``);
 * ``vga-13h``: mode 13h, the whole 320x200 screen rewritten in a loop
   (70.09 frames per emulated second, every frame different).
 
@@ -44,7 +47,10 @@ COUNTER = bytes.fromhex("B800B8 8EC0 26FE060000 B9E803 E2FE EBF4")
 # mov ax,13h / int 10h / mov ax,0A000h / mov es,ax / cld / l: xor di,di /
 # mov cx,32000 / inc ax / rep stosw / jmp l
 MODE13_CHURN = bytes.fromhex("B81300 CD10 B800A0 8EC0 FC 31FF B9007D 40 F3AB EBF6")
-GUESTS = {"cga-text": ("cga", COUNTER), "vga-13h": ("vga", MODE13_CHURN)}
+# sti / hlt / jmp: the BIOS's screen, still but for the blinking cursor
+STILL = bytes.fromhex("FB F4 EBFD")
+GUESTS = {"cga-text": ("cga", COUNTER), "cga-still": ("cga", STILL),
+          "vga-13h": ("vga", MODE13_CHURN)}
 
 
 def floppy(folder, name, code):

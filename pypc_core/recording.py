@@ -24,6 +24,10 @@ ext       container   video                           audio
 ``.apng`` APNG        RGB (lossless)                  none
 ========  ==========  ==============================  ===============
 
+A card with ``frame_key()`` (both built-in cards) is rendered only when
+that key (video memory, registers, blink phases) differs from the last
+frame's; an unchanged picture is encoded again from the last one.
+
 Every frame is at the mode's native resolution (CGA 640x200, VGA 720x400
 text, 320x200 mode 13h ...); the pixel aspect (``pixel_aspect()``) is the
 stream's sample aspect ratio where the container has one (MKV, MP4, WebM),
@@ -83,7 +87,7 @@ VIDEO_OPTIONS = {
     "libx264": {"preset": "ultrafast", "crf": "18", "threads": "1"},
     "libvpx-vp9": {"deadline": "realtime", "cpu-used": "8", "crf": "32", "b": "0",
                    "threads": "1", "row-mt": "0"},
-    "libx264rgb": {"preset": "veryfast", "qp": "0", "threads": "1"},   # qp 0: lossless
+    "libx264rgb": {"preset": "ultrafast", "qp": "0", "threads": "1"},  # qp 0: lossless
 }
 
 
@@ -274,7 +278,7 @@ class Recorder:
     leaves the scheduler).  Frames are taken at emulated cycles ``origin +
     frame period`` ..., the first one at the start."""
 
-    def __init__(self, machine, path, audio=True):
+    def __init__(self, machine, path, audio=True, reuse_unchanged=True):
         self.machine = machine
         self.path = path
         self.ext = check_path(path)
@@ -294,6 +298,11 @@ class Recorder:
         self.next_cycle = self.origin
         self.segments = []
         self.files = []
+        #: skip rendering when the card's frame_key() says nothing changed
+        self.reuse_unchanged = bool(reuse_unchanged)
+        self._last_key = None
+        self._last_rgb = None
+        self.rendered = 0               # frames actually rendered
         self.error = None
         self.frames = 0
         self.seconds = 0.0              # emulated seconds the frames cover
@@ -305,8 +314,8 @@ class Recorder:
         self._segment_origin = self.origin
 
     @classmethod
-    def start(cls, machine, path, audio=True):
-        rec = cls(machine, path, audio=audio)
+    def start(cls, machine, path, audio=True, reuse_unchanged=True):
+        rec = cls(machine, path, audio=audio, reuse_unchanged=reuse_unchanged)
         rec._begin()
         return rec
 
@@ -371,7 +380,13 @@ class Recorder:
         return max(1, int(round(self._frame_period())))
 
     def _capture(self, at):
-        rgb = video_frames.frame(self.video)
+        key = video_frames.frame_key(self.video) if self.reuse_unchanged else None
+        if key is not None and key == self._last_key:
+            rgb = self._last_rgb                # the same picture as the last frame
+        else:
+            rgb = video_frames.frame(self.video)
+            self.rendered += 1
+            self._last_key, self._last_rgb = key, rgb
         h, w = rgb.shape[:2]
         seg = self.segments[-1] if self.segments else None
         if h == 0 or w == 0:

@@ -16,6 +16,9 @@ frames and the MCP adapter's images all take their pixels here:
     59.92, VGA 70.09 in 400-line modes, 59.94 in 480-line ones).
 ``frame_cycles(source) -> float``
     emulated CPU cycles per frame (``CPU_HZ / frame_rate_hz``).
+``frame_key(source) -> bytes | None``
+    what determines the frame exactly (video memory, registers, blink
+    phases), for skipping the rendering of an unchanged picture.
 ``encode_png(rgb) -> bytes`` and ``png_bytes(source)``
     PNG of an ``uint8[H, W, 3]`` array (or of the source's frame).
 ``decode_png(data) -> numpy.uint8[H, W, 3]``
@@ -46,6 +49,14 @@ def video_of(source):
 def frame(source):
     """The visible picture, ``uint8[H, W, 3]`` (a fresh, contiguous array)."""
     return np.ascontiguousarray(video_of(source).frame(), dtype=np.uint8)
+
+
+def frame_key(source):
+    """The card's ``frame_key()`` -- bytes that are equal only when
+    ``frame()`` would be -- or None for a card without one."""
+    video = video_of(source)
+    fn = getattr(video, "frame_key", None)
+    return fn() if callable(fn) else None
 
 
 def pixel_aspect(source):
@@ -124,5 +135,5 @@ def write_png(path, rgb):
     return len(data)
 
 
-__all__ = ["aspect_for", "decode_png", "encode_png", "frame", "frame_cycles",
+__all__ = ["aspect_for", "decode_png", "encode_png", "frame", "frame_cycles", "frame_key",
            "frame_rate_hz", "pixel_aspect", "png_bytes", "video_of", "write_png"]

@@ -28,6 +28,21 @@ MODE13_ON_KEY = bytes.fromhex("31C0 CD16 B81300 CD10 B800A0 8EC0 31FF B00F B900F
                               "FB F4 EBFD")
 
 
+#: mode 13h, the screen in colour 15, then DAC entry 15 changed about once
+#: a frame (only the palette changes): mov ax,13h; int 10h; mov ax,A000h;
+#: mov es,ax; xor di,di; mov al,0Fh; mov cx,64000; rep stosb;
+#: l: mov dx,3C8h; mov al,0Fh; out dx,al; inc dx; inc bl; mov al,bl;
+#: and al,3Fh; out dx,al (x3); mov cx,5000; loop $; jmp l
+DAC_CYCLE = bytes.fromhex("B81300 CD10 B800A0 8EC0 31FF B00F B900FA F3AA"
+                          "BAC803 B00F EE 42 FEC3 88D8 243F EEEEEE B98813 E2FE EBE9")
+#: print "pypc" with int 10h teletype, then HLT forever (a still text
+#: screen with a blinking cursor): xor ax,ax; mov ds,ax; mov si,7C18h;
+#: l: lodsb; or al,al; jz h; mov ah,0Eh; xor bx,bx; int 10h; jmp l;
+#: h: sti; hlt; jmp h
+STILL_TEXT = bytes.fromhex("31C0 8ED8 BE187C AC 08C0 7408 B40E 31DB CD10 EBF3 FB F4 EBFD") + b"pypc\0"
+assert STILL_TEXT.index(b"pypc") == 0x18
+
+
 def decode(path):
     """(video frames as RGB arrays, their pts in seconds, audio samples,
     the stream's sample aspect ratio) of a recording."""
@@ -221,6 +236,32 @@ def test_a_failing_write_stops_the_recording_not_the_guest(tmp_path):
         assert rec not in m.scheduler.timed
     frames, _, _, _ = decode(tmp_path / "full.mkv")     # what was written is readable
     assert 4 <= len(frames) <= 8
+
+
+@pytest.mark.parametrize("card,code", [("cga", STILL_TEXT), ("cga", beep_boot(1193)),
+                                       ("vga", STILL_TEXT), ("vga", DAC_CYCLE)])
+def test_skipping_unchanged_frames_changes_no_byte(tmp_path, card, code):
+    """The cards' frame_key(): a recording that renders only changed frames
+    is the very file of one that renders every frame."""
+    img = floppy(tmp_path / "g.img", code)
+    files, rendered = [], []
+    for reuse in (True, False):
+        out = tmp_path / f"{reuse}.mkv"
+        with Machine(MachineConfig(plugins=plugins_with(card), floppy_a=img, cow=True)) as m:
+            m.run_for(CPU_HZ * 3 // 2)
+            rec = Recorder.start(m, str(out), reuse_unchanged=reuse)
+            m.run_for(CPU_HZ * 3 // 4)
+            summary = rec.stop()
+            rendered.append(rec.rendered)
+            if code is STILL_TEXT:
+                assert any("pypc" in row for row in m.screen_text())
+        files.append(out.read_bytes())
+    assert files[0] == files[1]
+    assert rendered[1] == summary["frames"]
+    if code is not DAC_CYCLE:
+        assert rendered[0] <= summary["frames"] // 4      # a still screen: blinks only
+    else:
+        assert rendered[0] >= summary["frames"] // 2      # the palette changes
 
 
 def test_bad_paths(tmp_path):

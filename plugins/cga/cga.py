@@ -537,6 +537,16 @@ class CGA(Device):
         out[:h, :w] = img[:h, :w]
         return out
 
+    def frame_key(self, frame=None):
+        """Bytes that determine ``frame(frame)`` exactly: video RAM, the
+        CRTC, mode and colour registers and the blink phases (equal keys,
+        equal pictures; recordings skip rendering an unchanged frame)."""
+        if frame is None:
+            frame = self.frame_number()
+        phases = (int(frame) // CURSOR_BLINK_FRAMES) % 4    # cursor 8/16, characters 16
+        return (self.vram().tobytes() + bytes(int(v) & 0xFF for v in self.crtc)
+                + bytes((self.mode & 0xFF, self.color & 0xFF, phases)))
+
     def frame(self, frame=None):
         """The visible area as RGB, ``uint8[200, 640, 3]``."""
         return np.take(PALETTE, self.frame_indices(frame), axis=0)

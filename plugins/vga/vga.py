@@ -779,6 +779,20 @@ class VGA(Device):
     def _overscan_index(self):
         return 0 if self.ac_index & 0x20 == 0 else self.ac[0x11]
 
+    def frame_key(self, frame=None):
+        """Bytes that determine ``frame(frame)`` exactly: the four planes,
+        every register the renderer reads (sequencer, CRTC, graphics and
+        attribute controllers, misc output, the attribute index's display
+        bit, PEL mask), the DAC and the blink phases (equal keys, equal
+        pictures; recordings skip rendering an unchanged frame)."""
+        if frame is None:
+            frame = self.frame_number()
+        phases = (int(frame) // CURSOR_BLINK_FRAMES) % 4    # cursor 8, characters 16
+        regs = (bytes(int(v) & 0xFF for v in self.seq) + bytes(int(v) & 0xFF for v in self.crtc)
+                + bytes(int(v) & 0xFF for v in self.gc) + bytes(int(v) & 0xFF for v in self.ac)
+                + bytes((self.misc & 0xFF, self.ac_index & 0xFF, self.pel_mask & 0xFF, phases)))
+        return self.planes.tobytes() + self.dac.tobytes() + regs
+
     def frame(self, frame=None):
         """The picture as RGB, ``uint8[height, width, 3]`` at the mode's own
         resolution (see ``resolution()``)."""
