@@ -169,6 +169,9 @@ def run(args):
                 rpc.close()
             machine.close()
             snapshot_cli.discard_written(args)  # (only when the bundle was not installed)
+            failed = getattr(viewers, "recording_error", None)
+            if failed and sys.exc_info()[0] is None:
+                raise PypcError(failed)         # --video-out failed while running
 
 
 COMPILE_NOTICE = "compiling the 8088 core (first run only)\u2026"

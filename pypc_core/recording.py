@@ -231,17 +231,20 @@ class _Segment:
         for packet in self.audio.encode(frame):
             self.container.mux(packet)
 
-    def close(self):
+    def close(self, flush=True):
+        """Finish the file: flush the encoders (not after a failed write:
+        FFmpeg's muxers are not to be written to again then) and close."""
         if self.container is None:
             return
         try:
-            for stream in (self.video, self.audio):
-                if stream is not None:
-                    for packet in stream.encode(None):
-                        self.container.mux(packet)
+            if flush:
+                for stream in (self.video, self.audio):
+                    if stream is not None:
+                        for packet in stream.encode(None):
+                            self.container.mux(packet)
         finally:
-            self.container.close()
-            self.container = None
+            container, self.container = self.container, None
+            container.close()
 
 
 def _palettized(rgb, colours=None):
@@ -368,7 +371,7 @@ class Recorder:
             note("error", f"recording {self.path!r} stopped at cycle "
                           f"{int(self.machine.clock())}: {exc}")
         try:
-            self._close_files()
+            self._close_files(flush=False)
         except Exception:
             pass
 
@@ -466,13 +469,13 @@ class Recorder:
         self.machine.scheduler.remove(self)
         self._close_files()
 
-    def _close_files(self):
+    def _close_files(self, flush=True):
         if self.speaker is not None and not self.speaker.closed:
             self.speaker.close()
         errors = []
         for seg in self.segments:
             try:
-                seg.close()
+                seg.close(flush=flush)
             except Exception as exc:        # keep closing the others
                 errors.append(exc)
                 seg.container = None

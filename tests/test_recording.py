@@ -264,6 +264,24 @@ def test_skipping_unchanged_frames_changes_no_byte(tmp_path, card, code):
         assert rendered[0] >= summary["frames"] // 2      # the palette changes
 
 
+@pytest.mark.skipif(not __import__("os").path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("ext", [".mp4", ".mkv"])
+def test_a_full_disk_is_a_one_line_error_after_the_run(tmp_path, ext):
+    """Writes to /dev/full fail with ENOSPC: in the middle of the run (MP4
+    buffers little) or when the file is finished (MKV) -- either way the
+    run ends, every file is closed, one line, exit 2, no crash."""
+    target = tmp_path / ("full" + ext)
+    target.symlink_to("/dev/full")
+    proc = subprocess.run(pypc_command() + no_rpc(["run", "--headless", "--turbo",
+                                                   "--timeout", "1", "--video-out",
+                                                   str(target)]),
+                          env=pypc_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pypc: error: --video-out: ")
+    assert "No space left on device" in lines[0]
+
+
 def test_bad_paths(tmp_path):
     for path, words in ((str(tmp_path / "a.avi"), "give a name ending in"),
                         (str(tmp_path), "is a directory"),

@@ -198,6 +198,9 @@ class Frontends:
         self.vnc = None
         self.speaker = None
         self.recorder = None
+        #: the one-line error of a --video-out recording that failed while
+        #: running (the launcher reports it after the run has been closed)
+        self.recording_error = None
         self.stream = stream or sys.stderr
         self._hooked = False
         try:
@@ -259,7 +262,11 @@ class Frontends:
 
     def _end_recording(self):
         rec, self.recorder = self.recorder, None
-        summary = rec.stop()
+        try:
+            summary = rec.stop()
+        except PypcError as exc:            # it failed while running (a full disk)
+            self.recording_error = f"--video-out: {exc}"
+            return
         files = ", ".join(summary["files"])
         self.stream.write(f"pypc: video: {summary['frames']} frames, "
                           f"{summary['seconds']:.2f} emulated s -> {files}\n")
