@@ -329,8 +329,13 @@ class Recorder:
             self.speaker = Speaker(self.machine, [self.tap], rate=AUDIO_RATE)
         try:
             self._capture(self.origin)             # frame 0, opens the first file
-        except BaseException:
-            self._abort()
+        except BaseException as exc:
+            try:
+                self._close_files(flush=False)     # (a failed muxer takes no more)
+            except Exception:
+                pass
+            if isinstance(exc, Exception) and not isinstance(exc, PypcError):
+                raise RecordingError(f"{self.path!r}: {exc}") from exc
             raise
         self.active = True
         self.machine.scheduler.add(self, marks_ports=False)

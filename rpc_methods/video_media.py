@@ -108,7 +108,7 @@ def record_start(ctl, params):
                               "replace it)", reason="PRECONDITION_FAILED", field="path")
     try:
         rec = Recorder.start(ctl.machine, path, audio=params.get("audio", True))
-    except (PypcError, OSError) as exc:
+    except PypcError as exc:        # (the recorder wraps what the library raised)
         raise invalid(f"video.record.start: {exc}", field="path") from None
     rec_id = f"rec-{state['next']}"
     state["next"] += 1
