@@ -414,7 +414,7 @@ class Recorder:
         self.next_cycle = at + step
         self.seconds += step / CPU_HZ
 
-    def _pump_audio(self, upto_cycle=None):
+    def _pump_audio(self):
         """Mux the speaker's samples rendered so far (up to the current
         cycle, a few cycles past the frame being taken) into the current
         segment.  The Speaker keeps its own sample count across restored
@@ -455,8 +455,13 @@ class Recorder:
         try:
             if self.segments:
                 self._pump_audio()              # the sound up to now
-        finally:
-            self._abort()
+        except Exception as exc:                # (a failed muxer takes no more)
+            try:
+                self._close_files(flush=False)
+            except Exception:
+                pass
+            raise RecordingError(f"finishing {self.path!r}: {exc}") from exc
+        self._abort()
         w, h = self.segments[-1].size if self.segments else (0, 0)
         return {
             "files": list(self.files),
