@@ -199,7 +199,10 @@ class ScreenWatch:
 
     async def run(self):
         import anyio
-        from mcp.shared.subscriptions import ResourceUpdated
+        try:
+            from mcp.shared.subscriptions import ResourceUpdated
+        except ImportError:                 # an SDK before 2026-07-28 streams
+            ResourceUpdated = None
         while True:
             await anyio.sleep(POLL_INTERVAL_S)
             for uri in sorted(self.wanted()):
@@ -214,7 +217,7 @@ class ScreenWatch:
                         await session.send_resource_updated(uri)
                     except Exception:
                         self.sessions[uri].discard(session)
-                if self.bus is not None:
+                if self.bus is not None and ResourceUpdated is not None:
                     await self.bus.publish(ResourceUpdated(uri=uri))
 
 
