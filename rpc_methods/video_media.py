@@ -18,11 +18,11 @@ from pypc_core import hookimpl, video_frames
 from pypc_core.errors import PypcError
 from pypc_core.recording import Recorder, check_path, segment_path
 from pypc_core.rpc.errors import RpcError, invalid, not_found
+from pypc_core.rpc.parts import MACHINE_REPLACED
 from pypc_core.rpc.shapes import sha256
 
-from .video import adapter
+from pypc_core.rpc.video_text import adapter
 
-KEY = "video.record"
 #: machine -> its running Recorder, so the machine's end finishes the file
 _RUNNING = weakref.WeakKeyDictionary()
 
@@ -56,45 +56,61 @@ def screenshot(ctl, params):
     }
 
 
-def _state(ctl):
-    state = ctl.extensions.get(KEY)
-    if state is None:
-        state = ctl.extensions[KEY] = {"next": 1, "recorder": None, "id": None,
-                                       "finished": None}
+class Recordings:
+    """The controller's part (:mod:`pypc_core.rpc.parts`): the running
+    recording, the ids handed out, and a recording a ``session.start``
+    finished (or that failed then) for the next ``video.record.stop``."""
 
-        def adopted(machine):                   # session.start: finish it
-            rec = state["recorder"]
-            if rec is not None and rec.machine is not machine:
-                try:
-                    _finish(state)
-                except RpcError as exc:         # reported by the next stop
-                    state["failed"] = exc
-        ctl.adopt_hooks.append(adopted)
-    return state
+    def __init__(self):
+        self.next = 1
+        self.recorder = None
+        self.id = None
+        self.finished = None        # (id, summary) of one finished by session.start
+        self.failed = None          # the RpcError of one that failed then
+
+    def on_event(self, event, ctl):
+        if event == MACHINE_REPLACED and self.recorder is not None \
+                and self.recorder.machine is not ctl.machine:
+            try:
+                _finish(self)
+            except RpcError as exc:             # reported by the next stop
+                self.failed = exc
+        return True                 # (a restored state: the recorder follows it)
+
+    def close(self):
+        if self.recorder is not None:
+            try:
+                _finish(self)
+            except RpcError:
+                pass                # (its error is in the machine's diagnostics)
+
+
+def _state(ctl):
+    return ctl.parts.setdefault(Recordings, Recordings)
 
 
 def _finish(state):
     """Stop the running recorder; a recording that failed while running
     (a full disk ...) is PRECONDITION_FAILED with its error."""
-    rec, state["recorder"] = state["recorder"], None
+    rec, state.recorder = state.recorder, None
     _RUNNING.pop(rec.machine, None)
     try:
         summary = rec.stop()
     except PypcError as exc:
-        state["finished"] = None
+        state.finished = None
         raise invalid(f"video.record.stop: {exc}", reason="PRECONDITION_FAILED",
-                      recording_id=state["id"]) from None
-    state["finished"] = (state["id"], summary)
+                      recording_id=state.id) from None
+    state.finished = (state.id, summary)
     return summary
 
 
 def record_start(ctl, params):
     video = adapter(ctl, "video.record.start")
     state = _state(ctl)
-    if state["recorder"] is not None:
-        raise invalid(f"video.record.start: recording {state['id']} is running "
+    if state.recorder is not None:
+        raise invalid(f"video.record.start: recording {state.id} is running "
                       "(video.record.stop first)", reason="PRECONDITION_FAILED",
-                      recording_id=state["id"])
+                      recording_id=state.id)
     path = params["path"]
     try:
         check_path(path)
@@ -110,10 +126,9 @@ def record_start(ctl, params):
         rec = Recorder.start(ctl.machine, path, audio=params.get("audio", True))
     except PypcError as exc:        # (the recorder wraps what the library raised)
         raise invalid(f"video.record.start: {exc}", field="path") from None
-    rec_id = f"rec-{state['next']}"
-    state["next"] += 1
-    state["recorder"], state["id"], state["finished"] = rec, rec_id, None
-    state["failed"] = None
+    rec_id = f"rec-{state.next}"
+    state.next += 1
+    state.recorder, state.id, state.finished, state.failed = rec, rec_id, None, None
     _RUNNING[ctl.machine] = rec
     seg = rec.segments[0]
     w, h = seg.size
@@ -132,16 +147,15 @@ def record_start(ctl, params):
 
 def record_stop(ctl, params):
     state = _state(ctl)
-    if state["recorder"] is not None:
-        rec_id = state["id"]
+    if state.recorder is not None:
+        rec_id = state.id
         summary = _finish(state)
-        state["finished"] = None
-    elif state.get("failed") is not None:      # failed, then a session.start
-        exc, state["failed"] = state["failed"], None
+        state.finished = None
+    elif state.failed is not None:              # failed, then a session.start
+        exc, state.failed = state.failed, None
         raise exc
-    elif state["finished"] is not None:         # finished by a session.start
-        rec_id, summary = state["finished"]
-        state["finished"] = None
+    elif state.finished is not None:            # finished by a session.start
+        (rec_id, summary), state.finished = state.finished, None
     else:
         raise not_found("video.record.stop: no recording is running")
     return {"recording_id": rec_id,
