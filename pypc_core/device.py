@@ -144,6 +144,10 @@ class VideoDevice(Protocol):
     ``write_png(path, double=False) -> int``
         the frame as a PNG file (:mod:`pypc_core.video_frames`); returns
         its size in bytes.
+    ``frame_key(frame=None) -> bytes`` (optional)
+        what ``frame()`` depends on (video memory, the registers the
+        renderer reads, the blink phases): equal keys, equal pictures;
+        recordings skip rendering an unchanged frame with it.
     ``vram_bytes() -> bytes``
         the card's text-mode memory as the CPU sees it at the declaration's
         first memory window.
