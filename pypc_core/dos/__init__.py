@@ -8,6 +8,7 @@ how a host folder becomes a drive, ``shell.py`` for the COMMAND shell and
 """
 
 from .errors import DosError, LoadError
-from .kernel import Dos, DosConfig
+from .common import DosConfig
+from .kernel import Dos
 
 __all__ = ["Dos", "DosConfig", "DosError", "LoadError"]

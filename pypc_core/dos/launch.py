@@ -16,7 +16,7 @@ from ..errors import PypcError
 from .errors import DosError, LoadError
 from .exe import parse as parse_program
 from .hostfs import HostDrive
-from .kernel import DosConfig, normalise_name
+from .common import DosConfig, normalise_name
 
 EXIT_TIMEOUT = 124
 PROGRAM_EXTENSIONS = (".COM", ".EXE", ".BAT")

@@ -210,7 +210,7 @@ class DosSession:
             self.last_stop = {"kind": "program_exit", "exit_code": None, "forced": True}
             return dict(self.last_stop)
         from ..cpu.registers import Registers
-        from .kernel import TERM_CTRL_C
+        from .common import TERM_CTRL_C
         dos = self.machine.dos
         r = Registers(self.machine.cpu.regs)
         for _ in range(64):

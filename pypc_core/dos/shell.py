@@ -40,7 +40,7 @@ class Shell:
 
     # -- life cycle ------------------------------------------------------------
     def start(self, r, batch):
-        from .kernel import ENV_PARAGRAPHS, OWNER_DOS, ROOT_PSP
+        from .common import ENV_PARAGRAPHS, OWNER_DOS, ROOT_PSP
         dos = self.dos
         mem = dos.mem
         env_seg = dos.allocate(ENV_PARAGRAPHS, OWNER_DOS)
@@ -70,7 +70,7 @@ class Shell:
         return self.dos.environment_strings(self.env_seg)
 
     def write_env(self, strings):
-        from .kernel import ENV_PARAGRAPHS
+        from .common import ENV_PARAGRAPHS
         data = b"".join(s.encode("latin-1", "replace") + b"\0" for s in strings) + b"\0"
         data += b"\x01\x00C:\\COMMAND.COM\0"
         if len(data) > ENV_PARAGRAPHS * 16:
@@ -230,7 +230,7 @@ class Shell:
         video.set_mode(video.mode)
 
     def cmd_ver(self, r, rest):
-        from .kernel import DOS_VERSION
+        from .common import DOS_VERSION
         self.out(f"\npypc built-in DOS version {DOS_VERSION[0]}.{DOS_VERSION[1]:02d}\n\n")
 
     def cmd_cd(self, r, rest):
@@ -302,7 +302,7 @@ class Shell:
         except DosError:
             self.out("File not found\n")
             return None
-        from .kernel import dos_datetime
+        from .common import dos_datetime
         self.out(f"\n Volume in drive {drive} has no label\n")
         self.out(f" Directory of {drive}:\\" + "\\".join(folder_parts) + "\n\n")
         files = total = 0

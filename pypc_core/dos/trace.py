@@ -33,7 +33,8 @@ from ..event_ring import EventRing
 from ..firmware.memio import linear
 from .errors import DosError
 from .hostfs import device_name
-from .kernel import FUNCTIONS as SERVED, JUMPED, WAIT
+from .common import JUMPED, WAIT
+from .int21 import FUNCTIONS as SERVED
 
 log = logging.getLogger("pypc.dos")
 
