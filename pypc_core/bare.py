@@ -131,7 +131,8 @@ def check(args):
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
     gdb = getattr(args, "gdb", None) is not None
-    for name in ("telnet_port", "vnc_port", "vnc_password_file", "web", "listen", "audio"):
+    for name in ("telnet_port", "vnc_port", "vnc_password_file", "web", "listen", "audio",
+                 "video_out"):
         if name == "listen" and gdb:
             continue                    # (--gdb's address)
         if getattr(args, name, None) is not None:

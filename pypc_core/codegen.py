@@ -22,7 +22,9 @@ What is generated:
 * ``api.py`` -- ``Client``: one attribute per method group (the name's first
   part) and one method per RPC method with keyword-only typed parameters
   (``execution.continue`` -> ``client.execution.continue_()``,
-  ``video.snapshot.read`` -> ``client.video.snapshot_read(...)``).
+  ``video.snapshot.read`` -> ``client.video.snapshot_read(...)``); and,
+  when the document has ``video.screenshot``, ``client.screenshot()``
+  returning the PNG bytes.
 """
 
 import json
@@ -464,7 +466,16 @@ def _api_py(methods, doc, models):
             "            raise DecodeError(f\"{method}: a reply without result or error\")",
             "        return reply[\"result\"]", "",
             "    def close(self):",
-            "        self.transport.close()", "",
+            "        self.transport.close()", ""]
+    if "video.screenshot" in names:
+        out += ["    def screenshot(self, *, double: bool = False,",
+                "                   rpc_timeout: float | None = None) -> bytes:",
+                '        """The screen as PNG bytes (``video.screenshot``: the card\'s frame at',
+                "        the mode's native resolution; ``double``: its ``frame_doubled()``).",
+                '        ``Image.open(io.BytesIO(png))`` (Pillow) reads it."""',
+                "        return self.video.screenshot(double=double, rpc_timeout=rpc_timeout).png",
+                ""]
+    out += [
             "    def __enter__(self):",
             "        return self", "",
             "    def __exit__(self, *exc):",

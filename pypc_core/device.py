@@ -135,8 +135,19 @@ class VideoDevice(Protocol):
         the visible picture at the mode's native resolution.
     ``frame_number() -> int``
         emulated frames since power-on (blink phases follow it).
+    ``frame_cycles() -> float`` and ``frame_rate_hz() -> float``
+        emulated CPU cycles per frame and frames per emulated second with
+        the card's current timing (recordings take one frame per frame).
+    ``pixel_aspect() -> fractions.Fraction``
+        width over height of one ``frame()`` pixel on the monitor
+        (recordings put it in the container, not into the pixels).
     ``write_png(path, double=False) -> int``
-        the frame as a PNG file; returns its size in bytes.
+        the frame as a PNG file (:mod:`pypc_core.video_frames`); returns
+        its size in bytes.
+    ``frame_key(frame=None) -> bytes`` (optional)
+        what ``frame()`` depends on (video memory, the registers the
+        renderer reads, the blink phases): equal keys, equal pictures;
+        recordings skip rendering an unchanged frame with it.
     ``vram_bytes() -> bytes``
         the card's text-mode memory as the CPU sees it at the declaration's
         first memory window.
@@ -157,6 +168,12 @@ class VideoDevice(Protocol):
     def frame(self): ...
 
     def frame_number(self): ...
+
+    def frame_cycles(self): ...
+
+    def frame_rate_hz(self): ...
+
+    def pixel_aspect(self): ...
 
     def write_png(self, path, double=False): ...
 

@@ -175,6 +175,9 @@ def run(args):
                 rpc.close()
             machine.close()
             snapshot_cli.discard_written(args)  # (only when the bundle was not installed)
+            failed = getattr(viewers, "recording_error", None)
+            if failed and sys.exc_info()[0] is None:
+                raise PypcError(failed)         # --video-out failed while running
 
 
 COMPILE_NOTICE = "compiling the 8088 core (first run only)\u2026"
@@ -528,7 +531,8 @@ def render_rich(machine, width=80, height=25):
         text.append("(no video plugin)")
         return text
     if video.is_graphics():
-        return render_graphics(video.frame(), width, height)
+        from .video_frames import frame
+        return render_graphics(frame(video), width, height)
     cells = video.text_page()["cells"]
     for r, row in enumerate(cells):
         run_style, run = None, []

@@ -740,7 +740,12 @@ class Machine(ExitHandling):
         return self.video.text_rows()
 
     def screen_rgb(self):
-        return None if self.video is None else self.video.frame()
+        """The card's frame, ``uint8[H, W, 3]`` (:func:`pypc_core.video_frames.frame`);
+        None without video."""
+        if self.video is None:
+            return None
+        from .video_frames import frame
+        return frame(self.video)
 
     def screen_contains(self, text):
         return any(text in row for row in self.screen_text())

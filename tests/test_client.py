@@ -242,6 +242,30 @@ def r_video_snapshot_read(c, fx, tmp):
         c.video.snapshot_read(snapshot_id="nope", component="vram")
 
 
+def r_video_screenshot(c, fx, tmp):
+    from pypc_core.video_frames import decode_png, frame
+    paused(c)
+    shot = c.video.screenshot()
+    assert shot.png == c.screenshot() and shot.byte_count == len(shot.png)
+    picture = decode_png(shot.png)
+    assert picture.shape == (shot.height, shot.width, 3)
+    assert (picture == frame(fx.machine)).all()       # paused: the same frame
+
+
+def r_video_record_start(c, fx, tmp):
+    out = c.video.record_start(path=str(tmp / "c.mkv"))
+    assert out.recording_id.startswith("rec-") and out.format == "mkv"
+    stopped = c.video.record_stop()
+    assert stopped.recording_id == out.recording_id and stopped.frames >= 1
+
+
+def r_video_record_stop(c, fx, tmp):
+    with pytest.raises(NotFound):
+        c.video.record_stop()
+    c.video.record_start(path=str(tmp / "s.gif"), audio=False)
+    assert c.video.record_stop().files == [str(tmp / "s.gif")]
+
+
 def r_video_history_start(c, fx, tmp):
     h = c.video.history_start(capacity=64)
     c.video.history_stop(history_id=h.history_id)

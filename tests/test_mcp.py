@@ -30,13 +30,13 @@ def fx():
     f.close()
 
 
-def run_session(args, body):
+def run_session(args, body, message_handler=None):
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "pypc_core.cli", "mcp"] + args)
 
     async def main():
         async with stdio_client(params) as (read, write):
-            async with ClientSession(read, write) as session:
+            async with ClientSession(read, write, message_handler=message_handler) as session:
                 await session.initialize()
                 return await body(session)
     return asyncio.run(main())
@@ -106,6 +106,82 @@ def test_tools_against_a_running_pypc(fx):
         assert res.is_error and res.content[0].text.startswith("REVISION_MISMATCH")
         await call(session, "execution_continue")
     run_session(["--connect", str(fx.port)], body)
+
+
+def test_screenshot_is_image_content_and_the_screen_is_a_resource(fx):
+    """The SDK's client gets the screenshot as image content, reads both
+    screen resources, and is told when a resource it subscribed changes."""
+    import mcp_types as types
+
+    from pypc_core.video_frames import decode_png
+    updates = []
+
+    async def on_message(message):
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+
+    async def body(session):
+        await wait_for_text(session, "bootable")
+        await call(session, "execution_pause")
+        res = await session.call_tool("video_screenshot", {})
+        assert not res.is_error
+        image, text = res.content
+        assert image.type == "image" and image.mime_type == "image/png"
+        assert image.data == res.structured_content["png_base64"]
+        assert "png_base64" not in json.loads(text.text)
+        assert (decode_png(base64.b64decode(image.data)) == fx.machine.video.frame()).all()
+        listed = {str(r.uri): r.mime_type for r in (await session.list_resources()).resources}
+        assert listed == {"pypc://screen.png": "image/png", "pypc://screen.txt": "text/plain"}
+        png = (await session.read_resource("pypc://screen.png")).contents[0]
+        assert (decode_png(base64.b64decode(png.blob)) == fx.machine.video.frame()).all()
+        txt = (await session.read_resource("pypc://screen.txt")).contents[0]
+        assert txt.text.split("\n") == fx.machine.video.text_rows()
+        assert txt.mime_type == "text/plain" and "bootable" in txt.text
+        with pytest.raises(Exception, match="no resource"):
+            await session.read_resource("pypc://nothing")
+        await session.subscribe_resource("pypc://screen.txt")
+        await asyncio.sleep(1.0)                  # paused: nothing changes, nothing sent
+        assert updates == []
+        await call(session, "memory_write", {     # an 'X' in the top left corner
+            "address": {"space": "linear", "offset": 0xB8000},
+            "data_base64": base64.b64encode(b"X\x07").decode()})
+        deadline = time.monotonic() + 30
+        while not updates and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert updates[:1] == ["pypc://screen.txt"]
+        txt = (await session.read_resource("pypc://screen.txt")).contents[0]
+        assert txt.text.startswith("X")
+        await session.unsubscribe_resource("pypc://screen.txt")
+        await call(session, "execution_continue")
+    run_session(["--connect", str(fx.port)], body, message_handler=on_message)
+
+
+def test_screen_updates_on_a_listen_stream(fx):
+    """The 2026-07-28 way: a subscriptions/listen stream for pypc://screen.txt
+    gets a ResourceUpdated event when the text screen changes."""
+    from mcp.client.client import Client as McpClient
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "pypc_core.cli", "mcp", "--connect",
+                                         str(fx.port)])
+
+    async def main():
+        async with McpClient(params, mode="auto") as client:
+            assert client.session.protocol_version == "2026-07-28"
+            await client.call_tool("execution_pause", {})
+            async with client.listen(resource_subscriptions=["pypc://screen.txt"]) as sub:
+                assert list(sub.honored.resource_subscriptions) == ["pypc://screen.txt"]
+                # (the adapter looked at the screen before it acknowledged)
+                await client.call_tool("memory_write", {
+                    "address": {"space": "linear", "offset": 0xB8000 + 2},
+                    "data_base64": base64.b64encode(b"Y\x07").decode()})
+
+                async def first():
+                    async for event in sub:
+                        return event
+                event = await asyncio.wait_for(first(), 30)
+            assert event.uri == "pypc://screen.txt"
+            await client.call_tool("execution_continue", {})
+    asyncio.run(main())
 
 
 def test_mcp_starts_its_own_pypc():

@@ -367,8 +367,9 @@ def test_pel_panning_and_preset_row_scan():
 @pytest.mark.parametrize("mode,size", [(0x13, (640, 400)), (0x0E, (640, 400)),
                                        (0x01, (720, 400)), (0x12, (640, 480))])
 def test_doubled_frame_and_png(mode, size, tmp_path):
-    import struct
-    import zlib
+    from fractions import Fraction
+
+    from pypc_core.video_frames import decode_png, png_bytes
     v = VGA()
     set_mode(v, mode)
     v.planes[:, 0] = 0xFF
@@ -378,13 +379,20 @@ def test_doubled_frame_and_png(mode, size, tmp_path):
     assert v.write_png(str(path), double=True) == path.stat().st_size
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    w, h = struct.unpack(">II", data[16:24])
-    assert (w, h) == size
-    # the picture inside is frame_doubled()
-    idat = data[data.index(b"IDAT") + 4:]
-    raw = zlib.decompressobj().decompress(idat)
-    rows = np.frombuffer(raw[:h * (1 + 3 * w)], np.uint8).reshape(h, 1 + 3 * w)
-    assert (rows[:, 1:].reshape(h, w, 3) == img).all()
+    # the picture inside is frame_doubled(), decoded by Pillow
+    assert (decode_png(data) == img).all()
+    native = v.frame()
+    assert (decode_png(png_bytes(v)) == native).all()
+    h, w = native.shape[:2]
+    assert v.pixel_aspect() == Fraction(4 * h, 3 * w)
+
+
+@pytest.mark.parametrize("mode,hz", [(0x03, 70.086), (0x13, 70.086), (0x12, 59.94)])
+def test_frame_rate_from_the_card_timing(mode, hz):
+    v = VGA()
+    set_mode(v, mode)
+    assert v.frame_rate_hz() == pytest.approx(hz, abs=0.01)
+    assert v.frame_cycles() * v.frame_rate_hz() == pytest.approx(4_772_727, rel=1e-6)
 
 
 def test_underline_location():

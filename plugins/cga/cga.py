@@ -45,13 +45,12 @@ Rendering
     8 frames, blinking characters every 16.
 """
 
-import struct
-import zlib
-
 import numpy as np
 
 from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
 from pypc_core.font import font_bits
+from pypc_core.scheduler import CPU_HZ
+from pypc_core.video_frames import aspect_for, encode_png, write_png  # noqa: F401
 
 VRAM_BASE = 0xB8000
 VRAM_SIZE = 0x4000            # 16 KiB of real memory on the card
@@ -320,6 +319,15 @@ class CGA(Device):
         """CPU cycles per frame with the current programming."""
         return self._timing()["frame_dots"] / DOTS_PER_CYCLE
 
+    def frame_rate_hz(self):
+        """Frames per emulated second (59.92 with the BIOS's values)."""
+        return CPU_HZ / self.frame_cycles()
+
+    def pixel_aspect(self):
+        """Width over height of one ``frame()`` pixel on the monitor: the
+        640x200 picture fills a 4:3 screen, so 5/12 in every mode."""
+        return aspect_for(FRAME_WIDTH, FRAME_HEIGHT)
+
     def _latch_light_pen(self):
         """3DCh: latch the CRTC address the beam is at into R16/R17."""
         b = self.beam()
@@ -529,9 +537,19 @@ class CGA(Device):
         out[:h, :w] = img[:h, :w]
         return out
 
+    def frame_key(self, frame=None):
+        """Bytes that determine ``frame(frame)`` exactly: video RAM, the
+        CRTC, mode and colour registers and the blink phases (equal keys,
+        equal pictures; recordings skip rendering an unchanged frame)."""
+        if frame is None:
+            frame = self.frame_number()
+        phases = (int(frame) // CURSOR_BLINK_FRAMES) % 4    # cursor 8/16, characters 16
+        return (self.vram().tobytes() + bytes(int(v) & 0xFF for v in self.crtc)
+                + bytes((self.mode & 0xFF, self.color & 0xFF, phases)))
+
     def frame(self, frame=None):
         """The visible area as RGB, ``uint8[200, 640, 3]``."""
-        return PALETTE[self.frame_indices(frame)]
+        return np.take(PALETTE, self.frame_indices(frame), axis=0)
 
     def frame_doubled(self, frame=None):
         """``frame()`` with every line doubled: ``uint8[400, 640, 3]``,
@@ -621,12 +639,9 @@ class CGA(Device):
         return np.repeat(self.graphics_palette()[pix], 2, axis=1)
 
     def write_png(self, path, double=False, frame=None):
-        """Write the frame (or the line-doubled one) as a PNG file."""
-        rgb = self.frame_doubled(frame) if double else self.frame(frame)
-        data = encode_png(rgb)
-        with open(path, "wb") as f:
-            f.write(data)
-        return len(data)
+        """Write the frame (or the line-doubled one) as a PNG file
+        (:func:`pypc_core.video_frames.write_png`); returns its size."""
+        return write_png(path, self.frame_doubled(frame) if double else self.frame(frame))
 
     # -- state ------------------------------------------------------------
     def get_state(self):
@@ -654,20 +669,3 @@ class CGA(Device):
         self._publish_raster()
         self._journal_mode()
 
-
-def encode_png(rgb):
-    """PNG bytes of an ``uint8[H, W, 3]`` array (zlib + struct only)."""
-    rgb = np.ascontiguousarray(rgb, dtype=np.uint8)
-    h, w, _ = rgb.shape
-    raw = np.zeros((h, 1 + w * 3), dtype=np.uint8)      # filter byte 0 per row
-    raw[:, 1:] = rgb.reshape(h, w * 3)
-
-    def chunk(kind, data):
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(
-            ">I", zlib.crc32(body) & 0xFFFFFFFF)
-
-    return (b"\x89PNG\r\n\x1a\n"
-            + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(raw.tobytes(), 6))
-            + chunk(b"IEND", b""))

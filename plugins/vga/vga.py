@@ -545,6 +545,18 @@ class VGA(Device):
         t = self._timing()
         return t["frame_dots"] * CPU_HZ_X3 / (3 * self._dot_hz())
 
+    def frame_rate_hz(self):
+        """Frames per emulated second: the dot clock over the frame's dots
+        (70.09 in the 400-line modes, 59.94 in the 480-line ones)."""
+        return self._dot_hz() / self._timing()["frame_dots"]
+
+    def pixel_aspect(self):
+        """Width over height of one ``frame()`` pixel: the picture fills a
+        4:3 screen (720x400 text 20/27, 320x200 5/6, 640x480 1)."""
+        from pypc_core.video_frames import aspect_for
+        w, h = self.resolution()
+        return aspect_for(w, h)
+
     def next_event(self):
         return None
 
@@ -766,6 +778,20 @@ class VGA(Device):
 
     def _overscan_index(self):
         return 0 if self.ac_index & 0x20 == 0 else self.ac[0x11]
+
+    def frame_key(self, frame=None):
+        """Bytes that determine ``frame(frame)`` exactly: the four planes,
+        every register the renderer reads (sequencer, CRTC, graphics and
+        attribute controllers, misc output, the attribute index's display
+        bit, PEL mask), the DAC and the blink phases (equal keys, equal
+        pictures; recordings skip rendering an unchanged frame)."""
+        if frame is None:
+            frame = self.frame_number()
+        phases = (int(frame) // CURSOR_BLINK_FRAMES) % 4    # cursor 8, characters 16
+        regs = (bytes(int(v) & 0xFF for v in self.seq) + bytes(int(v) & 0xFF for v in self.crtc)
+                + bytes(int(v) & 0xFF for v in self.gc) + bytes(int(v) & 0xFF for v in self.ac)
+                + bytes((self.misc & 0xFF, self.ac_index & 0xFF, self.pel_mask & 0xFF, phases)))
+        return self.planes.tobytes() + self.dac.tobytes() + regs
 
     def frame(self, frame=None):
         """The picture as RGB, ``uint8[height, width, 3]`` at the mode's own
@@ -1012,12 +1038,10 @@ class VGA(Device):
         }
 
     def write_png(self, path, double=False, frame=None):
-        from pypc_plugins.cga.cga import encode_png
-        rgb = self.frame_doubled(frame) if double else self.frame(frame)
-        data = encode_png(rgb)
-        with open(path, "wb") as f:
-            f.write(data)
-        return len(data)
+        """Write the frame (or ``frame_doubled()``) as a PNG file
+        (:func:`pypc_core.video_frames.write_png`); returns its size."""
+        from pypc_core.video_frames import write_png
+        return write_png(path, self.frame_doubled(frame) if double else self.frame(frame))
 
     # -- state -------------------------------------------------------------------------
     def get_state(self):

@@ -671,6 +671,54 @@ class VideoMethods(_Group):
         result = self._client.call('video.history.stop', params, rpc_timeout)
         return decode(result, RESULT_SPECS['video.history.stop'], 'video.history.stop')
 
+    def record_start(self, *, path: str, audio: bool | None = None, overwrite: bool | None = None, rpc_timeout: float | None = None) -> M.VideoRecordStartResult:
+        """``video.record.start``: Start recording the display and the PC speaker to a video file (pypc extension).
+
+        The format follows path's extension: .mkv (lossless H.264 RGB + FLAC), .mp4
+        (H.264 + AAC), .webm (VP9 + Opus), .gif, .apng (no sound). One frame per frame
+        of the card, timed in emulated cycles (the same run gives the same file at any
+        speed), at the mode's native resolution with the pixel aspect in the container;
+        a change of resolution finishes the file and goes on in NAME.1.EXT, NAME.2.EXT
+        ... (see video.record.stop). path is on the server's host, relative to its
+        working directory; an existing file (or segment file) is PRECONDITION_FAILED
+        unless overwrite is true. audio false leaves the speaker out. One recording at a
+        time (a second start is PRECONDITION_FAILED); a session.start that replaces the
+        machine, or the server's end, finishes it."""
+        params = {}
+        params['path'] = encode(path, 'str')
+        if audio is not None:
+            params['audio'] = encode(audio, 'bool')
+        if overwrite is not None:
+            params['overwrite'] = encode(overwrite, 'bool')
+        result = self._client.call('video.record.start', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['video.record.start'], 'video.record.start')
+
+    def record_stop(self, *, rpc_timeout: float | None = None) -> M.VideoRecordStopResult:
+        """``video.record.stop``: Finish the recording and report its files (pypc extension).
+
+        Takes the sound up to now, finishes every file and leaves the machine as it was.
+        files lists the segments in order (the first is the path given to
+        video.record.start). A recording that a session.start finished is reported by
+        the next stop; with none running or finished, NOT_FOUND."""
+        params = {}
+        result = self._client.call('video.record.stop', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['video.record.stop'], 'video.record.stop')
+
+    def screenshot(self, *, double: bool | None = None, rpc_timeout: float | None = None) -> M.VideoScreenshotResult:
+        """``video.screenshot``: The display card's picture as a PNG (pypc extension).
+
+        The frame at the mode's native resolution (CGA 640x200, VGA 720x400 text,
+        320x200 mode 13h, 640x480 mode 12h), 8-bit RGB PNG encoded with Pillow; double:
+        the card's frame_doubled() (lines of 200-line modes and dots of 320/360-wide
+        ones doubled, close to the screen's shape). pixel_aspect is that of the pixels
+        returned. Allowed while the machine runs; reading changes nothing. A card
+        showing no picture at all is PRECONDITION_FAILED."""
+        params = {}
+        if double is not None:
+            params['double'] = encode(double, 'bool')
+        result = self._client.call('video.screenshot', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['video.screenshot'], 'video.screenshot')
+
     def snapshot(self, *, rpc_timeout: float | None = None) -> M.VideoSnapshotResult:
         """``video.snapshot``: Capture immutable video memory and decoded text bytes."""
         params = {}
@@ -759,6 +807,9 @@ RESULT_SPECS = {
     'video.history.read': ('model', 'VideoHistoryReadResult'),
     'video.history.start': ('model', 'VideoHistoryStartResult'),
     'video.history.stop': ('model', 'VideoHistoryStopResult'),
+    'video.record.start': ('model', 'VideoRecordStartResult'),
+    'video.record.stop': ('model', 'VideoRecordStopResult'),
+    'video.screenshot': ('model', 'VideoScreenshotResult'),
     'video.snapshot': ('model', 'VideoSnapshotResult'),
     'video.snapshot.read': ('model', 'VideoSnapshotReadResult'),
     'video.text': ('model', 'VideoText'),
@@ -775,7 +826,7 @@ class Client:
     ``read_token_file``) is sent in a first ``auth`` request (``AuthError``
     if refused)."""
 
-    METHODS = ('agent.capabilities', 'auth', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'symbols.clear', 'symbols.list', 'symbols.load', 'symbols.lookup', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
+    METHODS = ('agent.capabilities', 'auth', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'symbols.clear', 'symbols.list', 'symbols.load', 'symbols.lookup', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.record.start', 'video.record.stop', 'video.screenshot', 'video.snapshot', 'video.snapshot.read', 'video.text')
 
     def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT,
                  *, socket_path=None, token=None):
@@ -814,6 +865,13 @@ class Client:
 
     def close(self):
         self.transport.close()
+
+    def screenshot(self, *, double: bool = False,
+                   rpc_timeout: float | None = None) -> bytes:
+        """The screen as PNG bytes (``video.screenshot``: the card's frame at
+        the mode's native resolution; ``double``: its ``frame_doubled()``).
+        ``Image.open(io.BytesIO(png))`` (Pillow) reads it."""
+        return self.video.screenshot(double=double, rpc_timeout=rpc_timeout).png
 
     def __enter__(self):
         return self

@@ -2162,6 +2162,110 @@ class VideoHistoryStopResult(Model):
 MODELS['VideoHistoryStopResult'] = VideoHistoryStopResult
 
 @attrs.define(kw_only=True)
+class VideoRecordStartResult(Model):
+    """Part of the result of video.record.start."""
+
+    recording_id: str
+    path: str
+    format: str
+    adapter: str
+    width: int
+    height: int
+    pixel_aspect: VideoRecordStartResultPixelAspect
+    frame_rate_hz: float
+    audio: bool
+    clock: int
+
+    _pypc_fields = (
+        ('recording_id', 'recording_id', 'str', True),
+        ('path', 'path', 'str', True),
+        ('format', 'format', 'str', True),
+        ('adapter', 'adapter', 'str', True),
+        ('width', 'width', 'int', True),
+        ('height', 'height', 'int', True),
+        ('pixel_aspect', 'pixel_aspect', ('model', 'VideoRecordStartResultPixelAspect'), True),
+        ('frame_rate_hz', 'frame_rate_hz', 'float', True),
+        ('audio', 'audio', 'bool', True),
+        ('clock', 'clock', 'int', True),
+    )
+
+MODELS['VideoRecordStartResult'] = VideoRecordStartResult
+
+@attrs.define(kw_only=True)
+class VideoRecordStartResultPixelAspect(Model):
+    """A pixel's width over its height on the monitor."""
+
+    numerator: int
+    denominator: int
+
+    _pypc_fields = (
+        ('numerator', 'numerator', 'int', True),
+        ('denominator', 'denominator', 'int', True),
+    )
+
+MODELS['VideoRecordStartResultPixelAspect'] = VideoRecordStartResultPixelAspect
+
+@attrs.define(kw_only=True)
+class VideoRecordStopResult(Model):
+    """Part of the result of video.record.stop."""
+
+    recording_id: str
+    files: list[str]
+    frames: int
+    seconds: float
+    frame_rate_hz: float
+    width: int
+    height: int
+    audio: bool
+
+    _pypc_fields = (
+        ('recording_id', 'recording_id', 'str', True),
+        ('files', 'files', ('list', 'str'), True),
+        ('frames', 'frames', 'int', True),
+        ('seconds', 'seconds', 'float', True),
+        ('frame_rate_hz', 'frame_rate_hz', 'float', True),
+        ('width', 'width', 'int', True),
+        ('height', 'height', 'int', True),
+        ('audio', 'audio', 'bool', True),
+    )
+
+MODELS['VideoRecordStopResult'] = VideoRecordStopResult
+
+@attrs.define(kw_only=True)
+class VideoScreenshotResult(Model):
+    """Part of the result of video.screenshot."""
+
+    adapter: str
+    mode: str
+    width: int
+    height: int
+    double: bool
+    pixel_aspect: VideoRecordStartResultPixelAspect
+    frame_rate_hz: float
+    frame_number: int
+    clock: int
+    byte_count: int
+    sha256: str
+    png: bytes
+
+    _pypc_fields = (
+        ('adapter', 'adapter', 'str', True),
+        ('mode', 'mode', 'str', True),
+        ('width', 'width', 'int', True),
+        ('height', 'height', 'int', True),
+        ('double', 'double', 'bool', True),
+        ('pixel_aspect', 'pixel_aspect', ('model', 'VideoRecordStartResultPixelAspect'), True),
+        ('frame_rate_hz', 'frame_rate_hz', 'float', True),
+        ('frame_number', 'frame_number', 'int', True),
+        ('clock', 'clock', 'int', True),
+        ('byte_count', 'byte_count', 'int', True),
+        ('sha256', 'sha256', 'str', True),
+        ('png_base64', 'png', 'bytes', True),
+    )
+
+MODELS['VideoScreenshotResult'] = VideoScreenshotResult
+
+@attrs.define(kw_only=True)
 class VideoSnapshotResult(Model):
     """Part of the result of video.snapshot."""
 

@@ -5,6 +5,8 @@
 * :mod:`.web`    -- the browser view: the picture, keys and debugger panes
   (``--web [PORT]``, off unless asked for, in every kind of run)
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
+* ``--video-out FILE`` -- a recording of the display and the speaker
+  (:class:`pypc_core.recording.Recorder`, in emulated time)
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
 As the API contract says, a server role -- the live view, the agent server
@@ -75,6 +77,12 @@ def add_arguments(parser):
     g.add_argument("--audio", metavar="WAV",
                    help="write the PC speaker to WAV (44,100 Hz mono 16-bit, "
                         "timed by emulated cycles)")
+    g.add_argument("--video-out", metavar="FILE",
+                   help="record the display (and the PC speaker where the container carries "
+                        "sound) to FILE: .mkv (lossless H.264 RGB + FLAC), .mp4 (H.264 + "
+                        "AAC), .webm (VP9 + Opus), .gif or .apng; one frame per frame of the "
+                        "card in emulated time, at the mode's native resolution; a change of "
+                        "resolution goes on in NAME.1.EXT, NAME.2.EXT ... (docs/recording.md)")
     g.add_argument("--no-sound", action="store_true",
                    help="no live playback of the PC speaker on this host")
     return parser
@@ -170,6 +178,13 @@ def check_args(args):
         folder = os.path.dirname(os.path.abspath(audio))
         if not os.path.isdir(folder):
             raise PypcError(f"--audio {audio!r}: no such directory {folder!r}")
+    video_out = getattr(args, "video_out", None)
+    if video_out is not None:
+        from ..recording import check_path
+        try:
+            check_path(video_out)
+        except PypcError as exc:
+            raise PypcError(f"--video-out {exc}") from None
 
 
 def read_vnc_password(path):
@@ -192,7 +207,7 @@ class Frontends:
 
     def __init__(self, machine, telnet_port=None, vnc_port=None, listen=DEFAULT_LISTEN,
                  keyboard=False, audio_path=None, live_sound=False, vnc_password=None,
-                 web_port=None):
+                 web_port=None, video_out=None, stream=None):
         from .display import Display
         self.machine = machine
         self.display = Display(machine, keyboard=keyboard)
@@ -200,8 +215,16 @@ class Frontends:
         self.vnc = None
         self.web = None
         self.speaker = None
+        self.recorder = None
+        #: the one-line error of a --video-out recording that failed while
+        #: running (the launcher reports it after the run has been closed)
+        self.recording_error = None
+        self.stream = stream or sys.stderr
         self._hooked = False
         try:
+            if video_out is not None:
+                from ..recording import Recorder
+                self.recorder = Recorder.start(machine, video_out)
             if vnc_port is not None:
                 from .vnc import VncServer
                 self.vnc = VncServer(self.display, listen, vnc_port,
@@ -255,8 +278,29 @@ class Frontends:
         self.display.follow(machine)
         if self.speaker is not None:
             self.speaker.follow(machine)
+        if self.recorder is not None:           # --video-out records the first machine
+            self._end_recording()
+
+    def _end_recording(self):
+        rec, self.recorder = self.recorder, None
+        try:
+            summary = rec.stop()
+        except PypcError as exc:            # it failed while running (a full disk)
+            self.recording_error = f"--video-out: {exc}"
+            return
+        files = ", ".join(summary["files"])
+        self.stream.write(f"pypc: video: {summary['frames']} frames, "
+                          f"{summary['seconds']:.2f} emulated s -> {files}\n")
+        self.stream.flush()
 
     def close(self):
+        try:
+            if self.recorder is not None:
+                self._end_recording()
+        finally:
+            self._close_rest()
+
+    def _close_rest(self):
         if self._hooked:
             try:
                 self.machine.run_hooks.remove(self.display.service)
@@ -279,12 +323,15 @@ def start(machine, args, stream=None):
     web = getattr(args, "web", None)
     audio = getattr(args, "audio", None)
     live = not getattr(args, "headless", True) and not getattr(args, "no_sound", False)
-    if telnet is None and vnc is None and web is None and not audio and not live:
+    video_out = getattr(args, "video_out", None)
+    if (telnet is None and vnc is None and web is None and not audio and not live
+            and video_out is None):
         return None
     listen = getattr(args, "listen", None) or DEFAULT_LISTEN
     viewers = Frontends(machine, telnet_port=telnet, vnc_port=vnc, listen=listen,
                         keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live,
-                        vnc_password=getattr(args, "vnc_password", None), web_port=web)
+                        vnc_password=getattr(args, "vnc_password", None), web_port=web,
+                        video_out=video_out, stream=stream)
     stream = stream or sys.stderr
     for name, asked, server in (("telnet", telnet, viewers.telnet),
                                 ("VNC", vnc, viewers.vnc)):

@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from .. import video_frames
+
 DEFAULT_INTERVAL_S = 1 / 30       # host seconds between two published pictures
 # Share of host time the viewers may take (publishing on the machine thread,
 # diffing and encoding on each viewer's thread): an unpaced (turbo) run keeps
@@ -45,8 +47,10 @@ REGISTERS = ("ax", "bx", "cx", "dx", "si", "di", "bp", "sp",
 
 def render_frame(video):
     """The card's picture as RGB ``uint8[H, W, 3]`` at the mode's native
-    resolution: the one place the viewers take pixels from."""
-    return np.ascontiguousarray(video.frame(), dtype=np.uint8)
+    resolution: the one place the viewers take pixels from
+    (:func:`pypc_core.video_frames.frame`, which screenshots and
+    recordings use too)."""
+    return video_frames.frame(video)
 
 
 class DisassemblyCache:

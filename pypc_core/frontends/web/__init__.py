@@ -41,7 +41,6 @@ read-only debugger panes.
 
 import asyncio
 import importlib.resources
-import io
 import ipaddress
 import json
 import logging
@@ -122,12 +121,10 @@ def key_to_scancode(code, down):
 
 def encode_png(rgb):
     """PNG bytes of an RGB ``uint8[h, w, 3]`` array (no colour profile, no
-    gamma chunk: the browser draws the bytes as they are)."""
-    from PIL import Image
-    out = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(rgb), "RGB").save(out, "PNG",
-                                                           compress_level=PNG_LEVEL)
-    return out.getvalue()
+    gamma chunk: the browser draws the bytes as they are), through the one
+    image path (:func:`pypc_core.video_frames.encode_png`)."""
+    from ... import video_frames
+    return video_frames.encode_png(rgb, compress_level=PNG_LEVEL)
 
 
 def plan_rects(old, new, tile=TILE):
