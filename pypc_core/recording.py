@@ -49,7 +49,7 @@ goes on one frame period after the last one, so timestamps never go back;
 the sound goes on from the restored state without a gap.
 
 Sound: the PC speaker (PIT counter 2 gated by port 61h,
-:class:`pypc_core.frontends.audio.Speaker`) rendered at 48,000 Hz from the
+:class:`pypc_core.speaker.Speaker`) rendered at 48,000 Hz from the
 same emulated time, in the containers that carry audio (``audio=False``
 leaves it out).
 
@@ -324,7 +324,7 @@ class Recorder:
 
     def _begin(self):
         if self.want_audio:
-            from .frontends.audio import Speaker
+            from .speaker import Speaker
             self.tap = _SpeakerTap()
             self.speaker = Speaker(self.machine, [self.tap], rate=AUDIO_RATE)
         try:

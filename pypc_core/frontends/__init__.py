@@ -246,7 +246,7 @@ class Frontends:
                 if player.available:
                     sinks.append(player)
             if sinks:
-                from .audio import Speaker
+                from ..speaker import Speaker
                 self.speaker = Speaker(machine, sinks)
             if self.telnet or self.vnc or self.web:
                 machine.run_hooks.append(self.display.service)
