@@ -12,7 +12,7 @@ import time
 
 from pypc_core import hookimpl
 from pypc_core.rpc import needs_live_target, params as P
-from pypc_core.rpc.controller import Park
+from pypc_core.rpc import Park
 from pypc_core.rpc.errors import invalid, not_paused
 from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles
 

@@ -16,7 +16,7 @@ import base64
 
 from pypc_core import hookimpl
 from pypc_core.rpc import needs_live_target, params as P
-from pypc_core.rpc.controller import flags_text
+from pypc_core.rpc import flags_text
 from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import device_backed
 

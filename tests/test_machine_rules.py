@@ -191,3 +191,21 @@ def test_a_register_write_through_python_and_through_rpc_leaves_the_same_machine
                 assert fx.machine.cpu.halted
     finally:
         fx.close()
+
+
+def test_an_exits_only_observer_leaves_the_fast_paths_and_sees_what_reaches_python():
+    m = bare()
+    kinds = m.ports.port_kind.copy()
+    seen = Seen(m)
+    m.ports.add_observer(seen, exits_only=True)
+    assert m.ports.fast_reads and (m.ports.port_kind == kinds).all()
+    assert m.run_for(100_000).kind == "halt"
+    # the PIC's IMR reads are answered in the CPU: only the writes exit
+    assert [e[0] for e in seen.events if e[0] != "before"] == ["write", "write", "write"]
+    holder = Seen(m)
+    m.ports.add_observer(holder)                        # one that holds them off
+    assert not m.ports.fast_reads
+    m.ports.remove_observer(holder)
+    assert m.ports.fast_reads and (m.ports.port_kind == kinds).all()
+    m.ports.remove_observer(seen)
+    assert "read" not in m.ports.__dict__

@@ -45,7 +45,7 @@ def start_headless_then_signal(tmp_path, image, sig=signal.SIGINT, hang=False):
         "def run_headless(machine, args):\n"
         "    machine.run_for(1000)\n"
         "    if %r:\n"
-        "        machine.run_until_cycle = lambda target: time.sleep(10**6)\n"
+        "        machine.route_runs(lambda target: time.sleep(10**6))\n"
         "    print('RUNNING', flush=True)\n"
         "    return first(machine, args)\n"
         "launcher.run_headless = run_headless\n"

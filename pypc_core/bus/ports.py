@@ -49,7 +49,8 @@ class PortMap:
         self.timing_dirty = False       # a device with timed events may have changed
         self.fast_reads = True          # False: every claimed port exits to Python
         self._fast_wanted = True        # what set_fast_reads asked (observers force off)
-        self._observers = []            # add_observer: [(observer, unclaimed)]
+        self._observers = []            # add_observer: [(observer, unclaimed, exits_only)]
+        self._holding_fast = False      # an observer holds the fast paths off
         self._unclaimed_exiting = None  # ports an observer made exit (np array)
         self._publishers = []
         self._owner = {}
@@ -116,7 +117,7 @@ class PortMap:
         paths).  While an observer is on (:meth:`add_observer`) they stay
         off; this setting applies again once the last one leaves."""
         self._fast_wanted = bool(enabled)
-        self._apply_fast_reads(self._fast_wanted and not self._observers)
+        self._apply_fast_reads(self._fast_wanted and not self._holding_fast)
 
     def _apply_fast_reads(self, enabled):
         self.fast_reads = bool(enabled)
@@ -131,7 +132,7 @@ class PortMap:
             publish()
 
     # -- observers -----------------------------------------------------------
-    def add_observer(self, observer, unclaimed=False):
+    def add_observer(self, observer, unclaimed=False, exits_only=False):
         """Let ``observer`` see every port access through this map, the
         guest's and the host's: ``observer.before_write(port, value, width)``
         and ``observer.after_write(port, value, width)`` around each write,
@@ -140,10 +141,12 @@ class PortMap:
         Python (so none is answered unseen inside the CPU); ``unclaimed``:
         ports no device claims exit too (reads FFh, writes vanish, as
         before), so a guest's probes are seen.  An observer added twice is
-        there once."""
-        if any(o is observer for o, _ in self._observers):
+        there once.  ``exits_only``: leave the core's fast paths as they
+        are and see only the accesses that reach Python -- the exits (what a
+        test of a fast path, or a profile of a guest's exits, wants)."""
+        if any(o is observer for o, _, _ in self._observers):
             return
-        self._observers.append((observer, bool(unclaimed)))
+        self._observers.append((observer, bool(unclaimed), bool(exits_only)))
         self._apply_observers()
 
     def remove_observer(self, observer):
@@ -151,14 +154,15 @@ class PortMap:
         one leaving puts the fast paths back as :meth:`set_fast_reads` set
         them."""
         before = len(self._observers)
-        self._observers = [(o, u) for o, u in self._observers if o is not observer]
+        self._observers = [entry for entry in self._observers if entry[0] is not observer]
         if len(self._observers) != before:
             self._apply_observers()
 
     def _apply_observers(self):
         observers = self._observers
         kind = self.port_kind
-        want_unclaimed = any(u for _, u in observers)
+        want_unclaimed = any(u for _, u, _ in observers)
+        hold_fast = self._holding_fast = any(not x for _, _, x in observers)
         if want_unclaimed and self._unclaimed_exiting is None:
             ports = np.flatnonzero(kind == PORT_NONE)
             kind[ports] = PORT_PY
@@ -169,24 +173,24 @@ class PortMap:
             ports = [p for p in ports[kind[ports] == PORT_PY].tolist()
                      if p not in self._owner]
             kind[ports] = PORT_NONE
-        self._before_write = tuple(o.before_write for o, _ in observers
+        self._before_write = tuple(o.before_write for o, _, _ in observers
                                    if hasattr(o, "before_write"))
-        self._after_write = tuple(o.after_write for o, _ in observers
+        self._after_write = tuple(o.after_write for o, _, _ in observers
                                   if hasattr(o, "after_write"))
-        self._after_read = tuple(o.after_read for o, _ in observers
+        self._after_read = tuple(o.after_read for o, _, _ in observers
                                  if hasattr(o, "after_read"))
         if observers:
             # this map's own switch to its observed access (the plain
             # methods stay free of any observer check)
             self.read = self._observed_read
             self.write = self._observed_write
-            if self.fast_reads:
-                self._apply_fast_reads(False)
         else:
             self.__dict__.pop("read", None)
             self.__dict__.pop("write", None)
-            if self._fast_wanted and not self.fast_reads:
-                self._apply_fast_reads(True)
+        if hold_fast and self.fast_reads:
+            self._apply_fast_reads(False)
+        elif not hold_fast and self._fast_wanted and not self.fast_reads:
+            self._apply_fast_reads(True)
 
     @property
     def observed(self):

@@ -17,8 +17,8 @@ The methods themselves are plugins (``rpc_methods/``, entry-point group
     controller.serve_forever()
 """
 
-from .controller import Controller, needs_live_target
+from .controller import Controller, Park, flags_text, needs_live_target
 from .errors import RpcError
 from .server import DEFAULT_PORT, RpcServer, RpcServerError, start
 
-__all__ = ["Controller", "needs_live_target", "RpcError", "RpcServer", "RpcServerError", "DEFAULT_PORT", "start"]
+__all__ = ["Controller", "Park", "flags_text", "needs_live_target", "RpcError", "RpcServer", "RpcServerError", "DEFAULT_PORT", "start"]
