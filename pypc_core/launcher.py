@@ -156,7 +156,7 @@ def run(args):
             if rpc is not None:
                 return run_headless_served(machine, args, rpc, viewers)
             return run_headless(machine, args)
-        result = run_live(machine, args)
+        result = run_live(machine, args, rpc)
         if machine.dos is not None:
             dos_launch.print_console(machine)
             if machine.dos.exited and result == 0:
@@ -700,11 +700,21 @@ def _terminal_colors():
     return Console(force_terminal=True).color_system or "standard"
 
 
-def run_live(machine, args):
+def run_live(machine, args, rpc=None):
     """The guest on this terminal until ``Ctrl-] q`` (exit 0), ``--until-text``
-    or ``--timeout``; a signal (``kill -INT``) ends it with 128 + its number."""
+    or ``--timeout``; a signal (``kill -INT``) ends it with 128 + its number.
+
+    With a JSON-RPC server (``rpc``, the launcher's) and no DOS program, the
+    controller owns the loop, as in a served headless run: every method
+    works, ``session.start`` included, and the view, the keys and
+    ``--until-text`` follow the machine it puts in place; ``--timeout``
+    counts the emulated seconds run."""
     if not sys.stdin.isatty():
         raise PypcError("the live display needs a terminal; use --headless for scripts")
+    from .rpc.controller import PAUSED_POLL_S
+    controller = rpc.controller if rpc is not None and machine.dos is None else None
+    if controller is not None:
+        machine.route_runs(None)        # the controller's loop, not the launcher's
     fd_in = sys.stdin.fileno()
     sys.stdout.flush()
     fd_out = sys.stdout.fileno()
@@ -713,6 +723,7 @@ def run_live(machine, args):
     frame = int(FRAME_S * CPU_HZ)
     keys = KeyInput()
     view = TerminalView(machine, fd_in, fd_out)
+    ran = 0
     with StopSignals(on_force=view.close) as stop:
         view.open()
         try:
@@ -721,6 +732,10 @@ def run_live(machine, args):
                 if stop.signum is not None:
                     stop.stopped()
                     break
+                m = machine if controller is None else controller.machine
+                if view.machine is not m:
+                    view.machine = m            # session.start put a program's machine in place
+                    view.resized = True
                 quit_now = False
                 while select.select([fd_in], [], [], 0)[0]:
                     data = os.read(fd_in, 256)
@@ -729,27 +744,43 @@ def run_live(machine, args):
                         break
                     codes, quit_now = keys.feed(data.decode("latin-1"))
                     if codes:
-                        machine.press_keys(codes)
+                        m.press_keys(codes)
                     if quit_now:
                         break
                 if quit_now:
                     break
-                typist.frame()
-                machine.run_for(frame)
+                if m is machine:
+                    typist.frame()
+                before = m.clock()
+                if controller is None:
+                    m.run_for(frame)
+                else:
+                    controller.run_until_cycle(before + frame, wall_timeout=PAUSED_POLL_S)
+                if controller is None or controller.machine is m:
+                    ran += m.clock() - before
                 if machine.dos is not None and machine.dos.exited:
                     break                       # the DOS program ended
                 now = time.perf_counter()
                 if view.resized or now - last > 1 / 15:
                     view.draw()
                     last = now
-                if args.until_text and machine.screen_contains(args.until_text):
+                if args.until_text and m.screen_contains(args.until_text):
                     break
-                if args.timeout and machine.emulated_seconds >= args.timeout:
+                if args.timeout and ran >= args.timeout * CPU_HZ:
                     break
         finally:
             view.close()
-    if stop.signum is not None:
-        return interrupted(stop)
-    if args.screenshot:
-        write_screenshot(machine, args.screenshot)
-    return 0
+            if controller is not None and controller.session is not None:
+                machine = controller.machine    # (the screenshot below is of it)
+                last_session = controller.session
+            else:
+                last_session = None
+    try:
+        if stop.signum is not None:
+            return interrupted(stop)
+        if args.screenshot:
+            write_screenshot(machine, args.screenshot)
+        return 0
+    finally:
+        if last_session is not None:
+            last_session.dos_session.close()    # the last session's machine and drives

@@ -258,3 +258,73 @@ def test_help_documents_the_escape_commands(tmp_path):
     assert "Ctrl-] q quits" in text and "Ctrl-] b sends Ctrl-Break" in text
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert "Ctrl-] q quits" in " ".join(readme.split())
+
+
+@tmux_only
+def test_session_start_on_a_live_run_shows_the_program_in_the_terminal(tmp_path, tmux):
+    # the live view with its JSON-RPC server: a contract client starts a
+    # program, steps it, reads its memory and stops the session; the terminal
+    # follows the program's machine; Ctrl-] q still ends the run with 0
+    import json
+    import shutil as _shutil
+    import socket
+    from guest import dos as progs
+    folder = tmp_path / "prog"
+    folder.mkdir()
+    _shutil.copy(progs.path("agent_fixture"), folder / "AGENTFIX.COM")
+    env = pypc_env()
+    err = tmp_path / "stderr.txt"
+    command = " ".join([*pypc_command(), "run", "--rpc-port", "0", "--no-viewers", "--turbo",
+                        "--plugins", "cga", f"2>{err}; echo EXIT=$? >{tmp_path / 'exit.txt'}"])
+    assert tmux("-f", "/dev/null", "new-session", "-d", "-s", "pypc", "-x", "80", "-y", "26",
+                "-e", f"PYTHONPATH={env['PYTHONPATH']}", "-e", "PYPC_DEBUG=",
+                "-c", str(tmp_path), command).returncode == 0
+    tmux("set-option", "-t", "pypc", "remain-on-exit", "on")
+    end = time.monotonic() + CEILING_S
+    port = None
+    while port is None:
+        text = err.read_text() if err.exists() else ""
+        if "JSON-RPC on 127.0.0.1:" in text:
+            port = int(text.split("JSON-RPC on 127.0.0.1:")[1].split()[0])
+        elif time.monotonic() > end:
+            pytest.fail(f"no JSON-RPC port on stderr: {text!r}")
+        else:
+            time.sleep(0.2)
+    ident = [0]
+
+    def call(f, sock, method, params=None):
+        ident[0] += 1
+        sock.sendall((json.dumps({"jsonrpc": "2.0", "id": ident[0], "method": method,
+                                  "params": params or {}}) + "\n").encode())
+        reply = json.loads(f.readline())
+        assert "result" in reply, reply
+        return reply["result"]
+    tmux.wait_for(lambda rows: any("No bootable disk." in r for r in rows), "the BIOS's screen")
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        f = sock.makefile("r")
+        started = call(f, sock, "session.start", {
+            "target": {"command": "AGENTFIX.COM", "arguments": []},
+            "mounts": [{"drive": "C", "host_path": str(folder)}], "break_at": "entry"})
+        assert started["stop_reason"]["kind"] == "startup"
+        op = call(f, sock, "execution.step", {"mode": "into"})["operation_id"]
+        call(f, sock, "execution.wait", {"operation_id": op, "timeout_ms": 30000})
+        regs = call(f, sock, "state.get_registers")
+        assert regs["general"]["ax"] == 0x1234 and regs["ip"] == 0x0103
+        mem = call(f, sock, "memory.read", {"address": {"space": "segmented",
+                                                        "segment": regs["segments"]["cs"],
+                                                        "offset": 0x100}, "length": 3})
+        assert mem["data_hex"] == "b83412"
+        # the terminal shows the program's machine (booted into the built-in
+        # DOS), no longer the first machine's "No bootable disk."
+        tmux.wait_for(lambda rows: not any("No bootable disk." in r for r in rows)
+                      and any("pypc XT BIOS   640 KB RAM" in r for r in rows),
+                      "the program's screen")
+        call(f, sock, "session.stop", {})
+        f.close()
+    tmux("send-keys", "-t", "pypc", "C-]", "q")
+    end = time.monotonic() + CEILING_S
+    while not (tmp_path / "exit.txt").exists():
+        if time.monotonic() > end:
+            pytest.fail("pypc did not end:\n" + "\n".join(tmux.screen()))
+        time.sleep(0.2)
+    assert (tmp_path / "exit.txt").read_text().strip() == "EXIT=0", err.read_text()
