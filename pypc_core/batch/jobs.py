@@ -250,7 +250,12 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
         raise
     except PypcError as exc:
         message = " ".join(str(exc).split())
-        raise JobError(where, _field_in(message, actions), message) from None
+        field = _field_in(message, actions)
+        program = job.get("program")
+        if field is None and isinstance(program, str) and (
+                message.startswith(program) or message.startswith(_absolute(program, base_dir))):
+            field = "program"
+        raise JobError(where, field, message) from None
     collect = dict(job.get("collect", {}))
     dos = args.dos_config is not None
     collect.setdefault("console", dos)
@@ -284,8 +289,6 @@ def _field_in(message, actions):
         for dest, action in actions.items():
             if m.group(1) in action.option_strings:
                 return dest
-    if re.match(r"^\S+: (no such file|is a folder|not a )", message):
-        return "program"
     return None
 
 
@@ -308,7 +311,7 @@ def check_args(args):
         raise PypcError(f"--host-dir {args.host_dir!r}: no such folder")
     load = args.load_snapshot
     probe = argparse.Namespace(**vars(args))
-    probe.load_snapshot = None
+    probe.load_snapshot = probe.snapshot_disk_root = None
     snapshot_cli.check(probe)
     if probe.replay is not None:
         args.replay_recording = probe.replay_recording

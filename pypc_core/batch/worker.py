@@ -27,11 +27,17 @@ def _sha(data):
 
 
 def warm_up():
-    """Compile (or load from numba's disk cache) the 8088 core and build
-    one throw-away machine, so the first job pays no start-up."""
-    from ..machine import Machine, MachineConfig
-    with Machine(MachineConfig(plugins=["cga"])) as m:
-        m.run_for(1000)
+    """Compile (or load from numba's disk cache) the 8088 core and run one
+    throw-away job (a two-byte program, INT 20h, under the built-in DOS),
+    so the first real job pays no start-up."""
+    from .jobs import check_job
+    folder = tempfile.mkdtemp(prefix="pypc-warm-")
+    try:
+        with open(os.path.join(folder, "WARM.COM"), "wb") as fh:
+            fh.write(b"\xcd\x20")
+        run_job(check_job({"program": "WARM.COM", "collect": {"screen": True}}, 0, folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _tree(root):
