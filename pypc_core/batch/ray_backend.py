@@ -81,6 +81,8 @@ class RayPool:
             self.snapshot = (hashlib.sha256(data).hexdigest(), [self.ray.put(data)])
         self.actor_class = self.ray.remote(num_cpus=1, max_restarts=0)(_Actor)
         self.actors = [self.actor_class.remote() for _ in range(self.size)]
+        # asked before any job, so answered even while the actor is busy later
+        self.pid_refs = [a.pid.remote() for a in self.actors]
         self.jobs = {}                  # task ref -> (actor index, spec, started)
 
     def running(self):
@@ -141,9 +143,11 @@ class RayPool:
         except Exception:
             pass
         self.actors[i] = self.actor_class.remote()
+        self.pid_refs[i] = self.actors[i].pid.remote()
 
-    def pids(self):
-        return self.ray.get([a.pid.remote() for a in self.actors])
+    def pid_of(self, i):
+        """The process id of actor ``i`` (on its node)."""
+        return self.ray.get(self.pid_refs[i])
 
     def close(self):
         for a in self.actors:
