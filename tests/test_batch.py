@@ -283,3 +283,16 @@ def test_csv_format_and_summary(tools, tmp_path, capsys):
     assert "pypc batch: 3/3 job" in err
     assert "3 jobs in" in err and "1 local worker" in err
     assert "stop reason" in err and "255" in err
+
+
+def test_leaving_early_abandons_the_running_jobs(tools):
+    with batch.Batch(workers=2) as b:
+        jobs = [{"id": "forever", "program": "SQUARE.COM", "args": ["loop"], "timeout": 1e6},
+                {"id": "quick", "program": "SQUARE.COM", "args": [4]}]
+        for first in b.submit(jobs, base_dir=tools):
+            break
+        assert first["id"] == "quick"
+        assert b.running() == {}                # the forever job's worker is gone
+        (again,) = b.submit([{"id": "next", "program": "SQUARE.COM", "args": [9]}],
+                            base_dir=tools)
+        assert (again["id"], again["exit_code"]) == ("next", 9)

@@ -20,6 +20,8 @@ from .results import lost_result
 
 
 def _worker_main(conn):
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the driver's: it ends us
     from .worker import run_timed, warm_up
     try:
         warm_up()
@@ -161,6 +163,12 @@ class LocalPool:
                     if limit and now - w.job[1] >= limit:
                         yield from self._replace(w, "wall_timeout")
         finally:
+            # left early (the caller stopped iterating, an error): the jobs
+            # still running are abandoned with their workers
+            for i, w in enumerate(self.workers):
+                if w.job is not None:
+                    w.kill()
+                    self.workers[i] = _Worker(self.ctx)
             if self._closed:
                 self._shutdown()
 

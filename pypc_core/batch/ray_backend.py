@@ -93,6 +93,17 @@ class RayPool:
         specs = iter(specs)
         free = list(range(self.size))
         exhausted = False
+        try:
+            yield from self._loop(specs, free, on_start)
+        finally:
+            # left early: the jobs still running are abandoned with their actors
+            for _ref, (i, _spec, _t) in list(self.jobs.items()):
+                self._replace(i)
+            self.jobs.clear()
+
+    def _loop(self, specs, free, on_start):
+        ray = self.ray
+        exhausted = False
         while True:
             while free and not exhausted:
                 try:
