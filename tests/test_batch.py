@@ -296,3 +296,31 @@ def test_leaving_early_abandons_the_running_jobs(tools):
         (again,) = b.submit([{"id": "next", "program": "SQUARE.COM", "args": [9]}],
                             base_dir=tools)
         assert (again["id"], again["exit_code"]) == ("next", 9)
+
+
+def test_a_terminal_gets_a_progress_bar(tools, tmp_path):
+    import pty
+    import subprocess
+    import sys
+    jobs = write_jobs(tmp_path / "jobs.jsonl",
+                      [{"program": str(tools / "SQUARE.COM"), "args": [n]} for n in range(3)])
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "batch", str(jobs),
+                             "--out", str(tmp_path / "r.jsonl"), "--workers", "1"],
+                            stdin=slave, stdout=slave, stderr=slave, cwd=tmp_path)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    text = out.decode("utf-8", "replace")
+    assert "\u2501" in text and "3/3" in text and "jobs/s" in text     # the rich bar
+    assert "pypc batch: 1/3" not in text                                # not the plain lines
+    assert "3 jobs in" in text and "stop reason" in text

@@ -97,8 +97,10 @@ def _validator():
 
 
 def run_parser():
-    from ..cli import build_parser
-    return build_parser(_RaisingParser)[1]
+    """A fresh ``pypc run`` parser (the run subparser's options,
+    :func:`pypc_core.cli.add_run_arguments`) whose errors raise."""
+    from ..cli import add_run_arguments
+    return add_run_arguments(_RaisingParser(prog="pypc run"))
 
 
 def _actions(parser):
