@@ -324,3 +324,28 @@ def test_a_terminal_gets_a_progress_bar(tools, tmp_path):
     assert "\u2501" in text and "3/3" in text and "jobs/s" in text     # the rich bar
     assert "pypc batch: 1/3" not in text                                # not the plain lines
     assert "3 jobs in" in text and "stop reason" in text
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_ends_the_batch_keeping_the_results_so_far(tools, tmp_path, signum):
+    import subprocess
+    import sys
+    square = str(tools / "SQUARE.COM")
+    jobs = write_jobs(tmp_path / "jobs.jsonl", [
+        {"id": "a", "program": square, "args": [1]},
+        {"id": "b", "program": square, "args": ["loop"], "timeout": 1e6},
+        {"id": "c", "program": square, "args": [3]}])
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "pypc_core.cli", "batch", str(jobs),
+                             "--out", str(out), "--workers", "2", "--quiet"],
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (out.exists() and out.read_text()):
+        time.sleep(0.1)
+    time.sleep(0.5)                 # c has finished too (it follows a on the free worker)
+    proc.send_signal(signum)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    (line,) = out.read_text().splitlines()      # a; c waits behind the unfinished b
+    assert json.loads(line)["id"] == "a"
+    assert err == f"pypc batch: interrupted after 1 of 3 jobs; {out} holds their results\n"

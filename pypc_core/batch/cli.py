@@ -7,6 +7,7 @@ summary on stderr."""
 
 import argparse
 import os
+import signal
 import sys
 import time
 
@@ -150,6 +151,19 @@ def print_summary(results, elapsed, backend, stream):
     Console(file=stream).print(table)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _term_as_interrupt():
+    """SIGTERM ends a batch as Ctrl-C does (workers ended, results kept);
+    the handler it replaces, or None off the main thread."""
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _interrupt)
+
+
 def main(args):
     from . import Batch
     from .jobs import check_all, read_jobs
@@ -188,6 +202,7 @@ def main(args):
     results, pending, next_index = [], {}, 1
     start = time.monotonic()
     fh = open(out, "x", encoding="utf-8", newline="")
+    old_term = _term_as_interrupt()
     try:
         with batch:
             for result in batch.submit(specs, base_dir, on_start=progress.started):
@@ -212,6 +227,8 @@ def main(args):
         progress.close()
         if not fh.closed:
             fh.close()
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     if not args.quiet:
         print_summary(results, time.monotonic() - start, backend, sys.stderr)
     return 1 if any(r["reason"] in FAILED for r in results) else 0
