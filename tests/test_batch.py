@@ -349,3 +349,19 @@ def test_a_signal_ends_the_batch_keeping_the_results_so_far(tools, tmp_path, sig
     (line,) = out.read_text().splitlines()      # a; c waits behind the unfinished b
     assert json.loads(line)["id"] == "a"
     assert err == f"pypc batch: interrupted after 1 of 3 jobs; {out} holds their results\n"
+
+
+def test_record_then_replay_jobs(tmp_path):
+    with batch.Batch(workers=1) as b:
+        (rec,) = b.run_all([{"id": "rec", "timeout": 1, "type": "ab", "record": "keys.json",
+                             "plugins": ["cga", "fdc"]}], base_dir=tmp_path)
+        assert (rec["reason"], rec["exit_code"]) == ("timeout", 0)
+        assert (tmp_path / "keys.json").exists()
+        (rp,) = b.run_all([{"id": "rp", "replay": "keys.json", "plugins": "cga,fdc"}],
+                          base_dir=tmp_path)
+        assert (rp["reason"], rp["exit_code"]) == ("replay_identical", 0)
+        assert rp["cycles"] == rec["cycles"]
+        # a recording is a new file: the same name again is refused
+        (again,) = b.run_all([{"id": "x", "timeout": 1, "record": "keys.json"}],
+                             base_dir=tmp_path)
+        assert again["reason"] == "invalid" and "already exists" in again["error"]

@@ -165,6 +165,9 @@ def _argv(job, actions, base_dir, where):
             if value:
                 argv.append(flag)       # the option's default value (--debug-port: E9h)
             continue
+        if field in ("plugins", "rpc_methods") and isinstance(value, list) and all(
+                isinstance(v, str) for v in value):
+            value = ",".join(value)         # ["cga", "fdc"] is --plugins cga,fdc
         if isinstance(value, (list, dict)) or isinstance(value, bool):
             raise JobError(where, field, f"takes one value, not {json.dumps(value)}")
         if isinstance(value, float) and value == int(value):
