@@ -168,7 +168,7 @@ def main():
         if len(rows) >= 2:
             print(f"  scaling 1 -> 2 workers: {rows[1][1] / rows[0][1]:.2f}x (warm)")
         check, per_job, inside, rss = overhead_and_rss(folder)
-        print(f"\nper-job overhead on a warm worker (INT 20h program, 50 jobs in a row):")
+        print("\nper-job overhead on a warm worker (INT 20h program, 50 jobs in a row):")
         print(f"  checking a job before the batch (driver side): {check * 1000:.1f} ms")
         print(f"  handed over -> result: {per_job * 1000:.1f} ms a job (target <= 50 ms)")
         print(f"  inside the worker (median wall_s): {inside * 1000:.1f} ms")

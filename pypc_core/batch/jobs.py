@@ -48,7 +48,6 @@ FORBIDDEN = {
     "audio": "writes a host file every job would share",
     "program_args": "is written \"args\" in a job",
 }
-BATCH_FIELDS = ("id", "collect", "wall_timeout", "args")
 PATH_FIELDS = ("floppy", "floppy_b", "hdd", "host_dir", "bios", "cow_dir", "load_snapshot",
                "save_snapshot", "record", "replay")
 COLLECT_KEYS = ("console", "screen", "screenshot", "registers", "serial", "files", "memory")

@@ -89,10 +89,9 @@ class RayPool:
         return {spec["id"]: i for _ref, (i, spec, _t) in self.jobs.items()}
 
     def run(self, specs, on_start=None):
-        ray = self.ray
+        """``(result, blobs)`` as the jobs finish (see LocalPool.run)."""
         specs = iter(specs)
         free = list(range(self.size))
-        exhausted = False
         try:
             yield from self._loop(specs, free, on_start)
         finally:

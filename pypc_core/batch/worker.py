@@ -13,7 +13,6 @@ import base64
 import hashlib
 import os
 import shutil
-import sys
 import tempfile
 import time
 
@@ -213,7 +212,3 @@ def run_timed(spec, snapshot_path=None):
     result, blobs = run_job(spec, snapshot_path)
     result["wall_s"] = round(time.perf_counter() - t0, 4)
     return result, blobs
-
-
-def _stderr_note(text):
-    sys.stderr.write(f"pypc batch: {text}\n")
