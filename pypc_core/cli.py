@@ -253,11 +253,7 @@ SCREENSHOT_HELP = ("Boot headless and unpaced (3 emulated seconds unless --timeo
                    "viewer unless their ports are given.")
 
 
-def build_parser(parser_class=None):
-    """(the ``pypc`` parser, its ``run`` subparser).  ``parser_class``
-    (default :class:`_Parser`) is the class of both; ``pypc batch`` builds
-    its jobs with one whose ``error`` raises instead of exiting."""
-    _Parser = parser_class or globals()["_Parser"]
+def build_parser():
     parser = _Parser(
         prog="pypc",
         description="An IBM PC/XT (8088) emulator. Without a subcommand, 'run' is assumed.",
