@@ -131,7 +131,7 @@ def check(args):
     if getattr(args, "program", None):
         raise BareError("--bare runs no DOS: a PROGRAM cannot be used with it")
     gdb = getattr(args, "gdb", None) is not None
-    for name in ("telnet_port", "vnc_port", "vnc_password_file", "listen", "audio"):
+    for name in ("telnet_port", "vnc_port", "vnc_password_file", "web", "listen", "audio"):
         if name == "listen" and gdb:
             continue                    # (--gdb's address)
         if getattr(args, name, None) is not None:
@@ -175,36 +175,6 @@ def read_loads(specs):
     return [(d, a) for d, a, _ in loads]
 
 
-def place_loads(memory, loads, ram_top):
-    """Put each (bytes, linear) into memory: RAM contents below ``ram_top``,
-    ROM pages (FFh where no load says otherwise) above it."""
-    rom_pages = {}
-    for data, linear in loads:
-        end = linear + len(data)
-        if linear < ram_top < end:
-            raise BareError(f"a --load at {linear:05X}h straddles the end of RAM ({ram_top:05X}h)")
-        if end <= ram_top:
-            memory.write(linear, data, force=True)
-            continue
-        for page in range(linear // PAGE, (end - 1) // PAGE + 1):
-            buf = rom_pages.setdefault(page, bytearray(b"\xFF" * PAGE))
-            lo = max(linear, page * PAGE)
-            hi = min(end, (page + 1) * PAGE)
-            buf[lo - page * PAGE:hi - page * PAGE] = data[lo - linear:hi - linear]
-    pages = sorted(rom_pages)
-    i = 0
-    while i < len(pages):
-        j = i
-        while j + 1 < len(pages) and pages[j + 1] == pages[j] + 1:
-            j += 1
-        image = b"".join(bytes(rom_pages[p]) for p in pages[i:j + 1])
-        try:
-            memory.map_rom(pages[i] * PAGE, image, owner="--load")
-        except Exception as exc:
-            raise BareError(f"--load at {pages[i] * PAGE:05X}h: {exc}") from None
-        i = j + 1
-
-
 def register_dump(machine, stop):
     r = machine.cpu.regs
     out = {name: int(r[S.REG_INDEX[name]]) for name in
@@ -239,7 +209,8 @@ def run(args):
         speed = 1.0
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
-                        debug_port=getattr(args, "debug_port", None))
+                        debug_port=getattr(args, "debug_port", None),
+                        symbols=list(getattr(args, "symbols", None) or []))
     # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout
     timeout = args.timeout if args.timeout else (
         None if getattr(args, "gdb", None) is not None else DEFAULT_TIMEOUT_S)

@@ -258,7 +258,8 @@ class Backplane:
     """
 
     def __init__(self, memory=None, ports=None, clock=None, pic=None, dma=None,
-                 reschedule=None, options=None, resources=None, diagnostics=None):
+                 reschedule=None, options=None, resources=None, diagnostics=None,
+                 storage=None):
         from .bus import MemoryMap, PortMap
         from .diagnostics import Diagnostics
         self.memory = memory if memory is not None else MemoryMap()
@@ -273,6 +274,9 @@ class Backplane:
         # the machine's diagnostics ring (a fresh one on a bare backplane)
         self.diagnostics = diagnostics if diagnostics is not None else Diagnostics(self.clock)
         self.boards = {}            # owner -> Board
+        # the machine's drives and how it opens images (None on a scratch
+        # backplane: ``pypc plugins`` attaching a card alone)
+        self.storage = storage
 
     def board(self, declaration, owner=None, check=True):
         """The board for a device with ``declaration`` (recorded in the
@@ -319,6 +323,41 @@ class Board:
         """Tell the scheduler that ``next_event()`` changed outside a port
         access of this card (host input arrived, a timer was re-armed)."""
         self._bp.reschedule()
+
+    # -- drives -------------------------------------------------------------------
+    @property
+    def drives(self):
+        """The machine's drive table, ``{BIOS unit: disk}`` (00h A:, 01h B:,
+        80h C:), live and shared: read it, never change it.  None on a
+        scratch backplane (no machine)."""
+        storage = self._bp.storage
+        return None if storage is None else storage.drives
+
+    @property
+    def floppy_drive_count(self):
+        """Floppy drives on the machine's cable (1 or 2), None without a
+        machine."""
+        storage = self._bp.storage
+        return None if storage is None else storage.floppy_drive_count()
+
+    @property
+    def builtin_bios(self):
+        """True when the built-in BIOS serves the drives (INT 13h), False
+        with a third-party ``--bios`` or none; None without a machine."""
+        storage = self._bp.storage
+        return None if storage is None else storage.builtin_bios
+
+    def open_disk(self, path, kind="hdd", option=None):
+        """Open the image at ``path`` for this card as the machine opens
+        its own drives (``--readonly``, ``--cow``, ``--cow-dir``, the hard
+        disk geometry), refusing an image that is already a writable drive;
+        the machine closes it at shutdown.  ``option`` names the command-line
+        option that gave the path, for the error text.  A bad image is a
+        one-line :class:`~pypc_core.errors.PypcError`."""
+        storage = self._bp.storage
+        if storage is None:
+            raise ClaimError(f"{self.name}: no machine to open {path!r} on")
+        return storage.open_disk(path, kind, owner=self.name, option=option)
 
     def log(self, level, message):
         """Put a record in the machine's diagnostics ring under this card's

@@ -146,6 +146,14 @@ def _geometry(text):
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _symbols_spec(text):
+    from .symbols import SymbolError, parse_spec
+    try:
+        return parse_spec(text)
+    except SymbolError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_run_arguments(parser):
     """The options of ``pypc run`` (plugin options are added later)."""
     parser.add_argument(
@@ -171,13 +179,21 @@ def add_run_arguments(parser):
              "bytes written there become lines in the diagnostics ring (debug.output.read; "
              "a headless run also prints them on stderr); a read returns E9h.  PORT is "
              "0xE9, E9h or decimal")
+    parser.add_argument(
+        "--symbols", type=_symbols_spec, action="append", default=[], metavar="FILE[@SEG]",
+        help="names for addresses from a link map (MS/IBM LINK /MAP, Borland TLINK, "
+             "Watcom WLINK, bin86 ld86 -M) or a plain NAME SEG:OFF list; repeatable.  A "
+             "link map is relocated to the load segment of the built-in DOS's PROGRAM "
+             "(else taken as absolute), a plain list is absolute; @SEG (hex) relocates "
+             "by SEG instead, @0 takes it as absolute (docs/debugging.md)")
     g = parser.add_argument_group("speed and display")
     g.add_argument("--headless", action="store_true",
                    help="no live view: run until --until-text appears or --timeout "
                         "passes (default: 60 emulated seconds), then print the text screen. "
                         "A headless run is a job: it listens on no port unless --rpc-port, "
                         "--telnet-port or --vnc-port names one (--serve: an agent server "
-                        "on the default ports)")
+                        "on the default ports).  With a JSON-RPC server and no --timeout it "
+                        "goes on while a client is connected, and session.start works")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=_positive_float, metavar="X",

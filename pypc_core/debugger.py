@@ -435,9 +435,12 @@ class BreakpointTable:
     (``xflags``, page flags, ``ctl`` masks) from the whole table, so the core
     never holds a stale bit."""
 
-    def __init__(self, cpu, memory):
+    def __init__(self, cpu, memory, resolve=None):
         self._cpu = cpu
         self._memory = memory
+        # resolve(text) -> (segment, offset): names for exec and memory
+        # addresses (``Machine.symbols.resolve``); None: numbers only
+        self._resolve = resolve
         self._bps = {}
         self._next_id = 1
         self._armed_exec = np.zeros(0, dtype=np.int64)
@@ -482,7 +485,7 @@ class BreakpointTable:
         if kind == "exec" or kind.startswith("mem_"):
             if address is None:
                 raise BreakpointError(f"a {kind} breakpoint needs an address")
-            linear, seg, off = parse_address(address)
+            linear, seg, off = self._address(address)
             ln = _length(length)
             if kind == "exec":
                 if ln != 1:
@@ -515,6 +518,21 @@ class BreakpointTable:
                           offset=off, ah=ah, al=al, condition=parse_condition(condition),
                           ignore=int(ignore), every=int(every), oneshot=bool(oneshot),
                           enabled=bool(enabled), internal=internal)
+
+    def _address(self, address):
+        """parse_address, and a loaded symbol (``name``, ``name+0x10``) for a
+        string that is not a number or SSSS:OOOO."""
+        try:
+            return parse_address(address)
+        except BreakpointError:
+            if self._resolve is None or not isinstance(address, str):
+                raise
+        try:
+            seg, off = self._resolve(address)
+        except (ValueError, PypcError) as exc:
+            raise BreakpointError(f"bad address {address!r}: not a number, not SSSS:OOOO: "
+                                  f"{exc}") from None
+        return ((seg << 4) + off) & (MEM_TOP - 1), seg, off
 
     def remove(self, bp_id):
         bp = self._bps.get(_id(bp_id))
@@ -832,7 +850,8 @@ class Trace:
             kind = int(row[S.TR_KIND])
             rec = {"index": n, "kind": TRACE_KINDS[kind & 0xFF],
                    "cycles": int(row[S.TR_CYCLES]), "cs": cs, "ip": ip,
-                   "linear": ((cs << 4) + ip) & (MEM_TOP - 1), "bytes": raw[:length]}
+                   "linear": ((cs << 4) + ip) & (MEM_TOP - 1), "bytes": raw[:length],
+                   "raw": raw}
             if kind & 0xFF == S.TRK_DISPATCH:
                 rec["irq"], rec["vector"] = (kind >> 8) & 0xFF, (kind >> 16) & 0xFF
             if self.registers:

@@ -72,8 +72,10 @@ def pypc_device_create(machine, options):
     ports, memory windows, IRQ and DMA lines (anything outside the
     declaration is refused; collisions are start-up errors naming both).
 
-    :param machine: the ``pypc_core.Machine`` being built (for tools; a
-        card needs only ``options`` and its board), or None.
+    :param machine: the ``pypc_core.Machine`` being built, or None -- for
+        tools only: a card needs nothing but ``options`` here and its board
+        at attach (``board.drives``, ``board.open_disk``, ``board.options``
+        ...); none of the built-in cards takes it.
     :param options: the parsed command line (an ``argparse.Namespace``
         with the options of :func:`pypc_cli_add_options`), or None.
     :return: a :class:`pypc_core.device.Device` instance, or a list of them.

@@ -13,9 +13,12 @@ import numpy as np
 from .errors import PypcError
 from .machine import CPU_HZ, Machine, MachineConfig
 from . import scancodes
+from .terminal_keys import ESCAPE_HELP, KeyInput
 
 FRAME_S = 1 / 60
 DEFAULT_HEADLESS_TIMEOUT_S = 60.0
+# a served headless run whose client paused the machine and left (run_headless_served)
+LEFT_PAUSED_GRACE_S = 5.0
 TYPE_AFTER_IDLE_FRAMES = 6          # built-in BIOS: frames in its keyboard wait
 TYPE_AFTER_STILL_FRAMES = 60         # own keyboard driver or another BIOS: frames of an unchanged screen
 
@@ -35,7 +38,8 @@ def config_from_args(args):
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
         plugin_manager=getattr(args, "plugin_manager", None), options=args,
-        dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None))
+        dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None),
+        symbols=list(getattr(args, "symbols", None) or []))
 
 
 def unescape(text):
@@ -149,6 +153,8 @@ def run(args):
         if args.headless:
             if machine.dos is not None:
                 return dos_launch.run_headless(machine, args)
+            if rpc is not None:
+                return run_headless_served(machine, args, rpc, viewers)
             return run_headless(machine, args)
         result = run_live(machine, args)
         if machine.dos is not None:
@@ -443,6 +449,76 @@ def run_headless(machine, args):
     return 0
 
 
+def run_headless_served(machine, args, rpc, viewers=None):
+    """``--headless`` with a JSON-RPC server (``--rpc-port``/``--rpc-socket``)
+    and no program: the controller owns the loop, as under ``--serve``, so
+    every method works on this run -- ``session.start`` included, which puts
+    a program's machine in place (the viewers follow it).
+
+    The run ends when ``--until-text`` appears, after ``--timeout`` emulated
+    seconds of running, or -- without ``--timeout`` -- once the default 60
+    emulated seconds have run and no client is connected: an agent that
+    launched the run keeps it while it talks to it.  A machine that a client
+    paused spends no emulated time; once it has sat paused with no client
+    connected for :data:`LEFT_PAUSED_GRACE_S` host seconds (time for a
+    client to reconnect), the run ends.  A signal ends it at once (128 + its
+    number).
+    Prints the text screen of the machine served last; exits as
+    :func:`run_headless` does."""
+    from .rpc.controller import PAUSED_POLL_S
+    controller, server = rpc.controller, rpc.server
+    machine.route_runs(None)            # the controller's loop, not the launcher's
+    if viewers is not None:
+        controller.adopt_hooks.append(viewers.follow)
+    timeout = args.timeout
+    budget = int((timeout if timeout else DEFAULT_HEADLESS_TIMEOUT_S) * CPU_HZ)
+    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
+                    getattr(args, "type_after", None))
+    frame = int(FRAME_S * CPU_HZ)
+    ran = 0
+    found = False
+    idle_since = None
+    try:
+        with StopSignals() as stop:
+            while True:
+                if stop.signum is not None:
+                    stop.stopped()
+                    return interrupted(stop)
+                m = controller.machine
+                if m is machine:
+                    typist.frame()      # (--type is for the machine this run built)
+                if args.until_text and m.screen_contains(args.until_text):
+                    found = True
+                    break
+                if ran >= budget and (timeout or not server.connections):
+                    break
+                if controller.running or server.connections:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since >= LEFT_PAUSED_GRACE_S:
+                    break               # paused, and its client has gone
+                before = m.clock()
+                controller.run_until_cycle(before + min(frame, budget - ran) if ran < budget
+                                           else before + frame, wall_timeout=PAUSED_POLL_S)
+                if controller.machine is m:
+                    ran += m.clock() - before
+        last = controller.machine
+        if args.screenshot:
+            write_screenshot(last, args.screenshot)
+        if last.video is not None:
+            print("\n".join(row.rstrip() for row in last.screen_text()).rstrip("\n"))
+    finally:
+        session = controller.session
+        if session is not None:
+            session.dos_session.close()     # the last session's machine and drives
+    if args.until_text and not found:
+        sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
+                         f"{budget / CPU_HZ:g} emulated seconds\n")
+        return 1
+    return 0
+
+
 def write_screenshot(machine, path):
     if machine.video is None:
         raise PypcError("--screenshot needs a video plugin (e.g. --plugins cga)")
@@ -456,12 +532,6 @@ def write_screenshot(machine, path):
 _CGA_RICH = ["#000000", "#0000aa", "#00aa00", "#00aaaa", "#aa0000", "#aa00aa", "#aa5500",
              "#aaaaaa", "#555555", "#5555ff", "#55ff55", "#55ffff", "#ff5555", "#ff55ff",
              "#ffff55", "#ffffff"]
-
-_ESCAPES = {"[A": "up", "[B": "down", "[C": "right", "[D": "left", "[H": "home",
-            "[F": "end", "[5~": "pgup", "[6~": "pgdn", "[2~": "ins", "[3~": "del",
-            "OP": "f1", "OQ": "f2", "OR": "f3", "OS": "f4", "[15~": "f5", "[17~": "f6",
-            "[18~": "f7", "[19~": "f8", "[20~": "f9", "[21~": "f10"}
-
 
 def render_rich(machine, width=80, height=25):
     """A rich Text of the screen: text modes cell by cell in the CGA
@@ -520,94 +590,6 @@ def render_graphics(rgb, width, height):
         if r != rows - 1:
             text.append("\n")
     return text
-
-
-# Control bytes without a letter key (Ctrl-A .. Ctrl-Z come from scancodes)
-_CTRL_PUNCT = {"\x00": 0x03, "\x1c": 0x2B, "\x1e": 0x07, "\x1f": 0x0C}   # @/2 \ 6 -
-
-# The escape key of the live view (telnet's): Ctrl-] and then a command key.
-ESCAPE_BYTE = "\x1d"
-ESCAPE_NAME = "Ctrl-]"
-_CTRL = scancodes.CTRL
-_BRK = scancodes.BREAK
-
-
-def _ctrl_with(code):
-    return [_CTRL, code, code | _BRK, _CTRL | _BRK]
-
-
-# command key after Ctrl-] -> (what it does, scan codes to send or None to quit)
-ESCAPE_COMMANDS = {
-    "q": ("quit pypc", None),
-    "b": ("send Ctrl-Break", _ctrl_with(0x46)),                   # Ctrl + Scroll Lock
-    "d": ("send Ctrl-Alt-Del", [_CTRL, scancodes.ALT, 0x53, 0x53 | _BRK,
-                                scancodes.ALT | _BRK, _CTRL | _BRK]),
-    "]": ("send Ctrl-] itself", _ctrl_with(0x1B)),
-}
-ESCAPE_COMMANDS[ESCAPE_BYTE] = ESCAPE_COMMANDS["]"]
-ESCAPE_HELP = (f"{ESCAPE_NAME} q quits, {ESCAPE_NAME} b Ctrl-Break, "
-               f"{ESCAPE_NAME} d Ctrl-Alt-Del, {ESCAPE_NAME} ] sends {ESCAPE_NAME}")
-
-
-def keys_from_terminal(data):
-    """Scan codes for bytes read from a terminal in raw mode: printable
-    keys, Enter, Backspace, Tab, Esc, the cursor and function key sequences
-    and every control byte (Ctrl-C is Ctrl + C for the guest, not a signal)."""
-    codes = []
-    i = 0
-    while i < len(data):
-        ch = data[i]
-        if ch == "\x1b":
-            for seq, name in _ESCAPES.items():
-                if data.startswith(seq, i + 1):
-                    code = scancodes.NAMED[name]
-                    codes += [code, code | scancodes.BREAK]
-                    i += 1 + len(seq)
-                    break
-            else:
-                codes += [scancodes.ESC, scancodes.ESC | scancodes.BREAK]
-                i += 1
-            continue
-        if ch == "\x7f":
-            ch = "\b"
-        if ch in _CTRL_PUNCT:
-            codes += _ctrl_with(_CTRL_PUNCT[ch])
-        else:
-            try:
-                codes += scancodes.char_to_strokes(ch)
-            except ValueError:
-                pass
-        i += 1
-    return codes
-
-
-class KeyInput:
-    """Terminal bytes -> scan codes, minus the escape commands: ``feed``
-    returns (scan codes, quit?).  Ctrl-] starts a command; the next byte
-    picks it (ESCAPE_COMMANDS); any other byte cancels it."""
-
-    def __init__(self):
-        self.escape = False
-
-    def feed(self, data):
-        codes = []
-        plain = []
-        for ch in data:
-            if self.escape:
-                self.escape = False
-                command = ESCAPE_COMMANDS.get(ch.lower() if ch.isalpha() else ch)
-                if command is None:
-                    continue
-                if command[1] is None:
-                    codes += keys_from_terminal("".join(plain))
-                    return codes, True
-                codes += keys_from_terminal("".join(plain)) + command[1]
-                plain = []
-            elif ch == ESCAPE_BYTE:
-                self.escape = True
-            else:
-                plain.append(ch)
-        return codes + keys_from_terminal("".join(plain)), False
 
 
 # terminal control sequences of the live view

@@ -29,6 +29,7 @@ from .diagnostics import Diagnostics
 from .device import CAP_VIDEO, Device
 from .errors import PypcError
 from .storage.image import count_bytes
+from .symbols import SymbolTable, annotate, read_map
 from .scancodes import text_to_scancodes
 from .scheduler import CPU_HZ, Scheduler
 
@@ -76,6 +77,7 @@ class MachineConfig:
     plugin_manager: object = None          # an already-selected PluginManager
     options: object = None                 # argparse namespace for plugin options
     debug_port: int = None                 # the guest debug console's port (pypc_core.debugcon)
+    symbols: list = attrs.Factory(list)    # [(map path, base segment or None)] (pypc_core.symbols)
 
 
 class Machine:
@@ -83,6 +85,9 @@ class Machine:
         self.config = config or MachineConfig(**kwargs)
         cfg = self.config
         self.options = cfg.options
+        # names for addresses (host-side, not machine state); the maps are
+        # read before anything is built, so a bad one changes nothing
+        self.symbols = self._read_symbols(cfg)
         self.memory = MemoryMap()
         self.ports = PortMap()
         if not 16 <= cfg.memory_kib <= 640 or cfg.memory_kib % 16:
@@ -91,7 +96,7 @@ class Machine:
         self.ports.clock = self.clock
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
-        self.breakpoints = BreakpointTable(self.cpu, self.memory)
+        self.breakpoints = BreakpointTable(self.cpu, self.memory, resolve=self.symbols.resolve)
         # what the machine, its cards and the guest have to say (host-side,
         # not machine state: pypc_core.diagnostics)
         self.diagnostics = Diagnostics(self.clock)
@@ -108,6 +113,7 @@ class Machine:
         self.devices = {}          # name -> Device (chipset and plugins)
         self.scheduler = Scheduler(self.clock, self.ports, cfg.speed)
         self.disks = {}
+        self._card_disks = []           # images cards opened through their board
         self.video = None
         self.bios = None
         self.dos = None                 # the built-in DOS (MachineConfig.dos)
@@ -132,6 +138,21 @@ class Machine:
     # ------------------------------------------------------------------
     # construction
     # ------------------------------------------------------------------
+    @staticmethod
+    def _read_symbols(cfg):
+        """The SymbolTable of ``cfg.symbols``: a link map without a base is
+        relocated to the load segment of the built-in DOS's program when
+        there is one (when the DOS loads it), else taken as absolute."""
+        table = SymbolTable()
+        dos_program = cfg.dos is not None and getattr(cfg.dos, "program", None)
+        for path, base in cfg.symbols:
+            mapfile = read_map(path)
+            if base is None and mapfile.relative and dos_program:
+                table.defer(mapfile)
+            else:
+                table.add(mapfile, base or 0)
+        return table
+
     def clock(self):
         """The current emulated CPU cycle."""
         return int(self.cpu.ctl[S.C_CYCLES])
@@ -237,6 +258,39 @@ class Machine:
             if getattr(disk, "readonly_reason", None):
                 self.note("warning", disk.readonly_reason)
 
+    def _disk_mode(self):
+        cfg = self.config
+        return "cow" if cfg.cow else ("readonly" if cfg.readonly else "rw")
+
+    def open_card_disk(self, path, kind, owner, option=None):
+        """An image a card opens through its board (``Board.open_disk``):
+        the machine's mode, copy-on-write folder and geometry; an image that
+        is already a writable drive of this machine is refused."""
+        from .storage import DiskImage, DiskImageError
+        cfg = self.config
+        mode = self._disk_mode()
+        given = option or f"{owner}'s image"
+        if mode == "rw" and os.path.exists(path):
+            for unit, disk in self.disks.items():
+                other = getattr(disk, "path", None)
+                if other and os.path.exists(other) and os.path.samefile(path, other):
+                    name = {0x00: "A: (--floppy)", 0x01: "B: (--floppy-b)",
+                            0x80: "C: (--hdd)"}.get(unit, f"drive {unit:02X}h")
+                    raise MachineError(f"{path!r} is both drive {name} and the {given}; "
+                                       f"give the card its own image (or use --readonly "
+                                       f"or --cow)")
+        cow_file = None
+        if mode == "cow" and cfg.cow_dir:
+            cow_file = os.path.join(cfg.cow_dir, os.path.basename(path) + ".cow")
+        try:
+            disk = DiskImage(path, kind=kind, mode=mode,
+                             geometry=cfg.hdd_geometry if kind == "hdd" else None,
+                             cow_file=cow_file)
+        except DiskImageError as exc:
+            raise MachineError(f"{given}: {exc}") from exc
+        self._card_disks.append(disk)
+        return disk
+
     def _open_host_dir(self, mode):
         from .storage.hostdir import HostDirDisk
         disk = HostDirDisk(self.config.host_dir, mode=mode)
@@ -276,7 +330,7 @@ class Machine:
         self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
                                    reschedule=self.scheduler.invalidate,
                                    options=self.options, resources=self.resources,
-                                   diagnostics=self.diagnostics)
+                                   diagnostics=self.diagnostics, storage=_Storage(self))
         videos = []
         self.device_plugins = {}        # device name -> the plugin that made it
         for plugin, device in pm.create_devices(self):
@@ -319,7 +373,7 @@ class Machine:
         if cfg.bare:
             if cfg.bios or cfg.dos is not None:
                 raise MachineError("a bare machine has no firmware: drop --bios / the DOS")
-            from .bare import place_loads
+            from .bus.loads import place_loads
             place_loads(self.memory, cfg.loads, cfg.memory_kib * 1024)
             self.cpu.ctl[S.C_TRAP_ENABLE] = 0
         elif cfg.bios:
@@ -375,7 +429,7 @@ class Machine:
         if self._closed:
             return
         self._closed = True
-        for disk in self.disks.values():
+        for disk in list(self.disks.values()) + self._card_disks:
             try:
                 disk.close()
             except Exception:
@@ -928,12 +982,25 @@ class Machine:
 
     def disassemble(self, cs=None, ip=None, count=1):
         """``count`` instructions from CS:IP (default: the current one),
-        fetched as the CPU would (wrapping inside CS)."""
+        fetched as the CPU would (wrapping inside CS).  With symbols loaded
+        (:attr:`symbols`) they are ``SymbolicInstruction``s: also
+        ``symbol`` (``name+0x12`` of the address) and ``target_symbol``
+        (of a branch target), None where no symbol is near."""
         from .cpu.disasm import disassemble_range
         cs = int(self.cpu.regs[S.CS]) if cs is None else int(cs)
         ip = int(self.cpu.regs[S.IP]) if ip is None else int(ip)
         mem = self.memory.mem
-        return disassemble_range(lambda a: int(mem[a & 0xFFFFF]), cs, ip, count)
+        insns = disassemble_range(lambda a: int(mem[a & 0xFFFFF]), cs, ip, count)
+        if self.symbols:
+            insns = [annotate(i, self.symbols) for i in insns]
+        return insns
+
+    def symbol_at(self, cs=None, ip=None):
+        """``name+0x12`` for CS:IP (default: the current one) from the
+        loaded symbols, or None."""
+        cs = int(self.cpu.regs[S.CS]) if cs is None else int(cs)
+        ip = int(self.cpu.regs[S.IP]) if ip is None else int(ip)
+        return self.symbols.describe((cs << 4) + ip) if self.symbols else None
 
     # ------------------------------------------------------------------
     # screen and input
@@ -1129,7 +1196,86 @@ class Machine:
 
     @property
     def registers(self):
+        """The raw register file (``m.registers.ax``): a plain store, for
+        code that knows what it does.  Change CS:IP through
+        :meth:`set_registers`, which keeps the CPU's own state consistent."""
         return self.cpu.r
+
+    REGISTER_NAMES = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di",
+                      "cs", "ds", "es", "ss", "ip", "flags")
+
+    def set_registers(self, **values):
+        """Set 16-bit registers by name (``set_registers(cs=0x1000, ip=0)``)
+        as the debugger does: all or nothing (an unknown name or a value
+        outside 0-FFFFh raises ValueError and writes nothing), and a new
+        CS or IP starts a fresh instruction there -- not the rest of a REP
+        string, not the HLT the CPU was sitting in.  FLAGS keeps its fixed
+        bits (the 8088 cannot clear them).  Returns the registers after."""
+        for name, value in values.items():
+            if name not in self.REGISTER_NAMES:
+                raise ValueError(f"unknown register {name!r} (supported: "
+                                 f"{', '.join(self.REGISTER_NAMES)})")
+            if isinstance(value, bool) or not isinstance(value, int) \
+                    or not 0 <= value <= 0xFFFF:
+                raise ValueError(f"register {name} must be a 16-bit value, not {value!r}")
+        r = self.cpu.r
+        for name, value in values.items():
+            setattr(r, name, value)
+        if "cs" in values or "ip" in values:
+            ctl = self.cpu.ctl
+            ctl[S.C_REP_RESUME] = 0
+            ctl[S.C_HALTED] = 0
+        return r.as_dict()
+
+    _host_io = False        # io_read/io_write in progress (io_source)
+
+    def io_read(self, port, width=1):
+        """Read ``port`` from the host as a guest IN would (the device's
+        read side effects included), then let the scheduler recompute the
+        next device event (the read may have moved it)."""
+        self._host_io = True
+        try:
+            value = self.ports.read(port & 0xFFFF, width)
+        finally:
+            self._host_io = False
+            self.scheduler.invalidate()
+        return value
+
+    def io_write(self, port, value, width=1):
+        """Write ``port`` from the host as a guest OUT would; returns
+        whether a device (or a fast-path primitive) took it."""
+        self._host_io = True
+        try:
+            handled = self.ports.write(port & 0xFFFF, value, width)
+        finally:
+            self._host_io = False
+            self.scheduler.invalidate()
+        return bool(handled)
+
+    def io_source(self, port, width):
+        """Where the port access being made right now comes from, for a
+        port observer: None for the host (:meth:`io_read`/:meth:`io_write`),
+        else ``(cs, ip)`` of the guest instruction -- the OUT itself while
+        the machine answers an OUT exit (the core has already moved CS:IP
+        past it, so this backs up over ``OUT imm8``/``OUT DX``), else CS:IP
+        (an IN is answered before it completes; firmware runs at its
+        trap)."""
+        if self._host_io:
+            return None
+        regs = self.cpu.regs
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        ctl = self.cpu.ctl
+        if int(ctl[S.C_EXIT]) == S.EXIT_IO_OUT and int(ctl[S.C_EXIT_PORT]) == port:
+            mem = self.memory.mem
+
+            def byte(back):
+                return int(mem[((cs << 4) + ((ip - back) & 0xFFFF)) & 0xFFFFF])
+            wide = width == 2
+            if byte(2) == (0xE7 if wide else 0xE6) and byte(1) == port:
+                ip -= 2
+            elif byte(1) == (0xEF if wide else 0xEE) and int(regs[S.DX]) == port:
+                ip -= 1
+        return cs, ip & 0xFFFF
 
     @property
     def emulated_seconds(self):
@@ -1139,6 +1285,22 @@ class Machine:
 _PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
 # RET imm, RET, RETF imm, RETF (and their 8088 aliases C0h/C1h, C8h/C9h), IRET
 _RETURNS = frozenset((0xC0, 0xC1, 0xC2, 0xC3, 0xC8, 0xC9, 0xCA, 0xCB, 0xCF))
+
+
+class _Storage:
+    """What a card's board may know of the machine's drives (the
+    ``storage`` of :class:`~pypc_core.board.Backplane`)."""
+
+    def __init__(self, machine):
+        self._machine = machine
+        self.drives = machine.disks
+        self.builtin_bios = not machine.config.bare and not machine.config.bios
+
+    def floppy_drive_count(self):
+        return self._machine.floppy_drives
+
+    def open_disk(self, path, kind, owner, option=None):
+        return self._machine.open_card_disk(path, kind, owner, option)
 
 
 def _check_distinct_images(drives):

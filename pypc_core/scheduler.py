@@ -23,14 +23,33 @@ class Scheduler:
         self._anchor = None
         self._due = None
 
-    def add(self, device, port_owners=()):
+    def add(self, device, port_owners=(), *, first=False, marks_ports=True):
         """A device with timed events.  ``port_owners``: the port-map owners
         whose CPU-answered (peeked) reads its ``advance`` can change -- its
         own; a device with none given (the keyboard, read through the PPI)
-        marks every peeked port stale when it advances."""
-        self.timed.append(device)
+        marks every peeked port stale when it advances, unless
+        ``marks_ports`` is false (a host-side observer such as a recorder,
+        which changes no port).  ``first``: advanced before every other
+        device due at the same cycle (replayed input, which the devices must
+        see as a key press would be)."""
+        if first:
+            self.timed.insert(0, device)
+        else:
+            self.timed.append(device)
         if port_owners:
             self._port_owners[id(device)] = tuple(port_owners)
+        elif not marks_ports:
+            self._port_owners[id(device)] = ()
+        self.invalidate()
+
+    def remove(self, device):
+        """Take a device or observer added by :meth:`add` out again (no error
+        if it is not there)."""
+        try:
+            self.timed.remove(device)
+        except ValueError:
+            return
+        self._port_owners.pop(id(device), None)
         self.invalidate()
 
     def reset(self):

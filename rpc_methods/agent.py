@@ -60,9 +60,20 @@ def video_adapters(machine):
         [a for a in found if a not in CONTRACT_ADAPTERS]
 
 
+class Capabilities:
+    """agent.capabilities, worked out once per server (a controller part
+    that outlives the machine: adapters and methods are the server's)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def on_event(self, event, ctl):
+        return True
+
+
 def capabilities(ctl, params):
-    cache = ctl.extensions.get("agent.capabilities")
-    if cache is None:
+    part = ctl.parts.get(Capabilities)
+    if part is None:
         cache = {
             "protocol": PROTOCOL,
             "endpoint": ctl.endpoint or "",
@@ -73,7 +84,8 @@ def capabilities(ctl, params):
             "limits": dict(LIMITS),
             "methods": method_list(ctl.method_names),
         }
-        ctl.extensions["agent.capabilities"] = cache
+        part = ctl.parts.put(Capabilities, Capabilities(cache))
+    cache = part.value
     out = dict(cache)
     out["limits"] = dict(cache["limits"])
     out["methods"] = list(cache["methods"])

@@ -15,21 +15,31 @@ import collections
 
 from pypc_core import hookimpl
 from pypc_core.rpc.errors import limit, not_found
+from pypc_core.rpc.parts import STATE_IMPORTED
 
 MAX_CHECKPOINTS = 16
 
 
+class Store:
+    """The checkpoints of the machine being served (a controller part):
+    dropped with it when ``session.start`` replaces it, kept over a snapshot
+    import (a checkpoint restores the whole machine state anyway)."""
+
+    def __init__(self):
+        self.next = 1
+        self.items = collections.OrderedDict()
+
+    def on_event(self, event, ctl):
+        return event == STATE_IMPORTED
+
+
 def _store(ctl):
-    store = ctl.extensions.get("checkpoints")
-    if store is None:
-        store = {"next": 1, "items": collections.OrderedDict()}
-        ctl.extensions["checkpoints"] = store
-    return store
+    return ctl.parts.setdefault(Store, Store)
 
 
 def _entry(ctl, params):
     cp_id = params["checkpoint_id"]
-    item = _store(ctl)["items"].get(cp_id)
+    item = _store(ctl).items.get(cp_id)
     if item is None:
         raise not_found(f"no checkpoint {cp_id!r}", checkpoint_id=cp_id)
     return cp_id, item
@@ -43,22 +53,22 @@ def _describe(cp_id, item):
 def create(ctl, params):
     ctl.require_paused("checkpoints.create")
     store = _store(ctl)
-    if len(store["items"]) >= MAX_CHECKPOINTS:
+    if len(store.items) >= MAX_CHECKPOINTS:
         raise limit(f"at most {MAX_CHECKPOINTS} checkpoints are kept: "
                     f"checkpoints.delete one first", limit=MAX_CHECKPOINTS)
     cp = ctl.machine.checkpoint()
-    cp_id = f"cp-{store['next']}"
-    store["next"] += 1
+    cp_id = f"cp-{store.next}"
+    store.next += 1
     session = ctl.session
-    store["items"][cp_id] = {
+    store.items[cp_id] = {
         "checkpoint": cp, "clock": int(cp.clock), "state_revision": ctl.revision,
         "last_stop": ctl.last_stop,
         "exited": bool(session.exited) if session is not None else False}
-    return _describe(cp_id, store["items"][cp_id])
+    return _describe(cp_id, store.items[cp_id])
 
 
 def list_(ctl, params):
-    items = _store(ctl)["items"]
+    items = _store(ctl).items
     return {"checkpoints": [_describe(k, v) for k, v in items.items()],
             "state_revision": ctl.revision}
 
@@ -81,7 +91,7 @@ def restore(ctl, params):
 
 def delete(ctl, params):
     cp_id, _ = _entry(ctl, params)
-    del _store(ctl)["items"][cp_id]
+    del _store(ctl).items[cp_id]
     return {"checkpoint_id": cp_id, "deleted": True, "state_revision": ctl.revision}
 
 

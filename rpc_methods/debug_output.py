@@ -28,20 +28,24 @@ PREFIX = "debug-"
 CURSOR = re.compile(r"debug-[0-9]{1,19}")
 
 
-def _follow_sessions(ctl):
+class FollowedRing:
     """From the first read on, a machine that ``session.start`` puts in
-    place continues the numbering of the one it replaces."""
-    state = ctl.extensions.get("debug_output")
-    if state is not None:
-        return
-    state = ctl.extensions["debug_output"] = {"ring": ctl.machine.diagnostics}
+    place continues the numbering of the diagnostics ring of the one it
+    replaces (a controller part)."""
 
-    def adopted(machine):
-        ring = machine.diagnostics
-        if ring is not state["ring"]:
-            ring.follow(state["ring"])
-            state["ring"] = ring
-    ctl.adopt_hooks.append(adopted)
+    def __init__(self, ring):
+        self.ring = ring
+
+    def on_event(self, event, ctl):
+        ring = ctl.machine.diagnostics
+        if ring is not self.ring:
+            ring.follow(self.ring)
+            self.ring = ring
+        return True
+
+
+def _follow_sessions(ctl):
+    ctl.parts.setdefault(FollowedRing, lambda: FollowedRing(ctl.machine.diagnostics))
 
 
 def _cursor(value, ring):

@@ -11,6 +11,7 @@ answer while the machine runs too.  Without the built-in DOS they fail with
 reason ``UNSUPPORTED``."""
 
 from pypc_core import hookimpl
+from pypc_core.rpc import needs_live_target
 from pypc_core.dos import DosError
 from pypc_core.rpc.errors import invalid
 
@@ -36,6 +37,7 @@ def status(ctl, params):
     return out
 
 
+@needs_live_target
 def memory_map(ctl, params):
     dos = _dos(ctl, "dos.memory_map")
     try:

@@ -31,7 +31,21 @@ from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid, limit
 from pypc_core.rpc.stops import cycles_to_ns
 
-KEY = "dos_trace"
+
+
+class DosTraceJournal:
+    """The DOS trace of one machine, kept as a controller part
+    (:mod:`pypc_core.rpc.parts`): dropped, and stopped, with the machine it
+    records."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        if isinstance(trace, GuestDosTrace):
+            # a step that landed on the guest DOS's handler or a return
+            self.after_slice = lambda ctl: trace.after_stop()
+
+    def close(self):
+        self.trace.stop()
 MAX_READ = 65536
 DEFAULT_READ = 128
 CURSOR_PREFIX = "dos-"
@@ -39,7 +53,8 @@ CURSOR_PREFIX = "dos-"
 
 
 def _current(ctl, method):
-    rec = ctl.extensions.get(KEY)
+    journal = ctl.parts.get(DosTraceJournal)
+    rec = journal.trace if journal is not None else None
     if rec is None:
         raise invalid(f"{method}: no DOS trace has been started (dos.trace.start)",
                       "PRECONDITION_FAILED")
@@ -97,17 +112,9 @@ def start(ctl, params):
         raise invalid("dos.trace.start: this machine has no built-in DOS and no DOS has "
                       "installed an INT 21h handler yet (the vector is empty or the BIOS's "
                       "IRET): start the trace once the DOS has booted", "PRECONDITION_FAILED")
-    old = ctl.extensions.get(KEY)
-    if old is not None:
-        old.stop()
-    ctl.slice_hooks[:] = [h for h in ctl.slice_hooks if not getattr(h, "_dos_trace", False)]
+    ctl.parts.pop(DosTraceJournal)      # (stops the one it replaces first)
     rec.start()
-    ctl.extensions[KEY] = rec
-    if isinstance(rec, GuestDosTrace):
-        def after(c):
-            rec.after_stop()            # a step that landed on the handler or a return
-        after._dos_trace = True
-        ctl.slice_hooks.append(after)
+    ctl.parts.put(DosTraceJournal, DosTraceJournal(rec))
     return _meta(rec)
 
 

@@ -11,12 +11,17 @@ completes or the time is up)."""
 import time
 
 from pypc_core import hookimpl
-from pypc_core.rpc import params as P
+from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.controller import Park
 from pypc_core.rpc.errors import invalid, not_paused
 from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles
 
-from . import breakpoints
+from pypc_core.rpc.breakpoint_specs import build as build_breakpoint
+from pypc_core.rpc.parts import Counter
+
+
+class PredicateIds(Counter):
+    """until-N ids of run_until predicates (a controller part)."""
 
 MAX_WAIT_MS = 60000
 
@@ -38,6 +43,7 @@ def _refuse_if_busy(ctl, method):
                       operation_id=active.id)
 
 
+@needs_live_target
 def resume(ctl, params):
     _refuse_if_busy(ctl, "execution.continue")
     op = ctl.new_operation("continue")
@@ -47,6 +53,7 @@ def resume(ctl, params):
     return entry
 
 
+@needs_live_target
 def step(ctl, params):
     mode = params.get("mode", "into")
     if mode not in ("into", "over"):
@@ -62,6 +69,7 @@ def step(ctl, params):
     return entry
 
 
+@needs_live_target
 def run_until(ctl, params):
     if ctl.running:
         raise not_paused("execution.run_until")
@@ -76,11 +84,12 @@ def run_until(ctl, params):
     requested = None
     if "max_emulated_ns" in params:
         requested = P.number(params["max_emulated_ns"], "max_emulated_ns", 1, (1 << 64) - 1)
-    pid = ctl.extensions.get("next_until", 1)
+    ids = ctl.parts.setdefault(PredicateIds, PredicateIds)
+    pid = ids.next
     bp = None
     if predicate is not None:
-        bp, _ = breakpoints.build(ctl, predicate, f"until-{pid}", predicate=True)
-    ctl.extensions["next_until"] = pid + 1
+        bp, _ = build_breakpoint(ctl, predicate, f"until-{pid}", predicate=True)
+    ids.take()                          # (a refused predicate uses no number)
     op = ctl.new_operation("run_until", predicate=bp.id if bp is not None else None)
     if requested is not None:
         op.start = ctl.machine.clock()

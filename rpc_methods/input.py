@@ -7,7 +7,7 @@ in order, after anything still being typed, at a pace the 8088 BIOS keeps up
 with, so a batch never overflows the keyboard's FIFO."""
 
 from pypc_core import hookimpl
-from pypc_core.rpc import params as P
+from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.errors import device_absent, invalid, limit
 
 MAX_EVENTS = 32
@@ -38,6 +38,7 @@ def _queue(ctl, events):
     return {"accepted": len(events), "state_revision": ctl.revision}
 
 
+@needs_live_target
 def keyboard(ctl, params):
     if "events" in params:
         events = params["events"]
@@ -52,6 +53,7 @@ def keyboard(ctl, params):
     return _queue(ctl, parsed)
 
 
+@needs_live_target
 def scancode(ctl, params):
     return _queue(ctl, [_event(params, "params", default_pressed=True)])
 
@@ -76,6 +78,7 @@ def state(ctl, params):
             "joysticks": joysticks(ctl), "state_revision": ctl.revision}
 
 
+@needs_live_target
 def joystick(ctl, params):
     ctl.require_paused("input.joystick")
     dev = gameport(ctl)
@@ -98,6 +101,7 @@ def joystick(ctl, params):
     return {"joysticks": joysticks(ctl), "state_revision": ctl.revision}
 
 
+@needs_live_target
 def joystick_state(ctl, params):
     return {"joysticks": joysticks(ctl), "state_revision": ctl.revision}
 

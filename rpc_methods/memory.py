@@ -6,17 +6,12 @@ bytes, a window a device answers through a handler (VGA planar memory) calls
 the device; a write to ROM or unmapped memory leaves it unchanged."""
 
 from pypc_core import hookimpl
-from pypc_core.rpc import params as P
+from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.errors import invalid, limit
+from pypc_core.rpc.params import resolve_block as resolve
 from pypc_core.rpc.shapes import check_sha256, data_fields, decode_base64, sha256
 
 MAX_BYTES = 65536
-
-
-def resolve(value, length, name="address"):
-    start, _ = P.address(value, name)
-    P.block(start, length, name)
-    return start
 
 
 def read_result(ctl, start, length):
@@ -27,12 +22,14 @@ def read_result(ctl, start, length):
     return out
 
 
+@needs_live_target
 def read(ctl, params):
     length = P.length(params.get("length", 1), "length", MAX_BYTES)
     start = resolve(params["address"], length)
     return read_result(ctl, start, length)
 
 
+@needs_live_target
 def write(ctl, params):
     ctl.require_paused("memory.write")
     data = decode_base64(params["data_base64"])

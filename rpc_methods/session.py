@@ -50,10 +50,14 @@ from pypc_core.dos.session import DosSession
 from pypc_core.errors import PypcError
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid
+from pypc_core.rpc.parts import Counter
 from pypc_core.rpc.stops import cycles_to_ns, ns_to_cycles, segmented
 from pypc_core.scancodes import BREAK, CTRL
 
-from .snapshot import _clear_journals
+
+class SessionIds(Counter):
+    """ses-N ids, never reused in a server's life (a controller part)."""
+
 
 SESSION_ID = "pypc"
 PROGRAM_EXTENSIONS = (".COM", ".EXE", ".BAT")
@@ -186,8 +190,9 @@ def start(ctl, params):
         raise invalid(f"session {current.id} is running {current.command!r}: session.stop "
                       f"it first", "SESSION_BUSY", session_id=current.id, state=ctl.state)
     if ctl.machine.runs_routed:
-        raise invalid("session.start: this server runs the machine of a `pypc run` (its "
-                      "launcher owns the machine loop); run `pypc run --headless --serve` "
+        raise invalid("session.start: this server runs the machine of a `pypc run` whose "
+                      "launcher owns the machine loop (the live view, a DOS program); run "
+                      "`pypc run --headless --rpc-port PORT` (or --serve) "
                       "(or serve a machine with pypc_core.rpc.start) for sessions",
                       "UNSUPPORTED")
     if ctl.busy():
@@ -216,18 +221,12 @@ def start(ctl, params):
         ds.close()
         raise invalid(f"target.command {command!r} did not reach its first instruction "
                       f"({stop['kind']})", "START_FAILED", console=console[-512:])
-    sid = f"ses-{ctl.extensions.get('next_session', 1)}"
-    ctl.extensions["next_session"] = int(sid[4:]) + 1
-    _clear_journals(ctl)                    # traces and histories are of the old machine
-    for name in ("limit_hooks", "slice_hooks"):
-        hooks = getattr(ctl, name)
-        hooks[:] = [h for h in hooks if not getattr(h, "_video_history", 0)]
-    ctl.adopt(ds.machine)
+    sid = f"ses-{ctl.parts.setdefault(SessionIds, SessionIds).take()}"
+    ctl.adopt(ds.machine)                   # (the old machine's traces go with it)
     if current is not None:
         current.dos_session.close()
     ctl.session = ProgramSession(sid, ds, command, arguments, mounts)
     ctl.request_ids.clear()                 # request ids live as long as their session
-    ctl.extensions.pop("checkpoints", None)     # checkpoints are of the previous machine
     cpu = ds.machine.cpu
     ctl.last_stop = ctl.make_stop("startup", address=segmented(cpu.r.cs, cpu.r.ip))
     return {"session_id": sid, "state": "stopped", "stop_reason": ctl.last_stop,

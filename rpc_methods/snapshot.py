@@ -20,30 +20,7 @@ from pypc_core.rpc.shapes import check_sha256
 from pypc_core.snapshot import SnapshotError, export_bundle, import_bundle
 from pypc_core.snapshot.bundle import DISK_MODES
 
-from .state import check_revision
-
-#: controller.extensions keys of the trace journals an import clears
-_JOURNALS = ("cpu_trace", "hardware_trace", "video_history", "video.history", "dos_trace")
-
-
-def _clear_journals(ctl):
-    """Stop and drop the CPU and hardware traces and video histories, and
-    forget the retained video snapshots (their id counter goes on)."""
-    for key in _JOURNALS:
-        journal = ctl.extensions.pop(key, None)
-        stop = getattr(journal, "stop", None)
-        if callable(stop):
-            try:
-                stop()
-            except Exception:
-                pass
-    for name in ("limit_hooks", "slice_hooks", "before_hooks"):
-        hooks = getattr(ctl, name, None)
-        if isinstance(hooks, list):
-            hooks[:] = [h for h in hooks if not getattr(h, "_cpu_trace", False)]
-    snaps = ctl.extensions.get("video.snapshots")
-    if isinstance(snaps, dict) and hasattr(snaps.get("items"), "clear"):
-        snaps["items"].clear()
+from pypc_core.rpc.parts import STATE_IMPORTED
 
 
 def _rpc_error(exc):
@@ -59,7 +36,7 @@ def _path(params, key):
 
 def export(ctl, params):
     ctl.require_paused("machine.snapshot.export")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     path = _path(params, "path")
     mode = params.get("disk_mode", "auto")
     if mode not in DISK_MODES:
@@ -76,7 +53,7 @@ def export(ctl, params):
 
 def import_(ctl, params):
     ctl.require_paused("machine.snapshot.import")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     path = _path(params, "path")
     disk_root = _path(params, "disk_root")
     if ("sha256" in params) == ("expected_sha256" in params):
@@ -102,7 +79,7 @@ def import_(ctl, params):
         raise _rpc_error(exc) from None
     # revisions are host-session identities: one more than before the import
     ctl.extra_revision = before + 1 - ctl.cpu.ticks
-    _clear_journals(ctl)
+    ctl.parts.event(STATE_IMPORTED, ctl)    # the traces of the state it replaced go
     # transient predicates (run_until) go with their operations; the
     # permanent breakpoints stay unless preserve_breakpoints is false
     table = ctl.machine.breakpoints

@@ -3,41 +3,33 @@
 memory windows and video at one paused revision)."""
 
 from pypc_core import hookimpl
-from pypc_core.cpu import state as S
-from pypc_core.rpc import params as P
-from pypc_core.rpc.errors import invalid, limit, revision_mismatch
+from pypc_core.machine import Machine
+from pypc_core.rpc import needs_live_target, params as P
+from pypc_core.rpc import video_text as video
+from pypc_core.rpc.errors import invalid, limit
 from pypc_core.rpc.shapes import data_fields
 
-from . import memory, video
-
-REGISTER_NAMES = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di",
-                  "cs", "ds", "es", "ss", "ip", "flags")
 MAX_WINDOWS = 16
 MAX_WINDOW_BYTES = 65536
 MAX_OBSERVATION_BYTES = 65536
 
 
+@needs_live_target
 def get_registers(ctl, params):
     return ctl.registers()
 
 
-def check_revision(ctl, params):
-    expected = P.number(params["expected_state_revision"], "expected_state_revision",
-                        0, (1 << 63) - 1)
-    if expected != ctl.revision:
-        raise revision_mismatch(expected, ctl.revision)
-
-
+@needs_live_target
 def set_registers(ctl, params):
     ctl.require_paused("state.set_registers")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     expected, changes = params["expected"], params["set"]
     if not expected:
         raise invalid("expected must name at least one register", field="expected")
     if not changes:
         raise invalid("set must name at least one register", field="set")
-    regs = ctl.cpu.regs
-    current = {n: int(regs[S.REG_INDEX[n]]) for n in REGISTER_NAMES}
+    names = ctl.machine.REGISTER_NAMES
+    current = {n: v for n, v in ctl.machine.registers.as_dict().items() if n in names}
     # COMPAT: per register being set, in request order: a known name,
     # guarded by expected, the guard matches, the new value is 16-bit; then
     # the guards on registers that are not set (known, matching)
@@ -54,22 +46,16 @@ def set_registers(ctl, params):
             _known(name)
             _guard(name, value, current)
     before = ctl.registers()
-    r = ctl.cpu.r
-    for name, value in new.items():
-        setattr(r, name, value)
-    if "cs" in new or "ip" in new:
-        # a new CS:IP starts a fresh instruction there: not the rest of a REP
-        # string, and not a HLT the CPU was sitting in
-        ctl.cpu.ctl[S.C_REP_RESUME] = 0
-        ctl.cpu.ctl[S.C_HALTED] = 0
+    ctl.machine.set_registers(**new)
     ctl.bump()
     return {"before": before, "after": ctl.registers()}
 
 
 def _known(name):
-    if name not in REGISTER_NAMES:
+    names = Machine.REGISTER_NAMES
+    if name not in names:
         raise invalid(f"unknown register {name!r} (supported: "
-                      f"{', '.join(REGISTER_NAMES)})", field=name)
+                      f"{', '.join(names)})", field=name)
 
 
 def _guard(name, value, current):
@@ -80,9 +66,10 @@ def _guard(name, value, current):
                       "PRECONDITION_FAILED", register=name, current=current[name])
 
 
+@needs_live_target
 def observe(ctl, params):
     ctl.require_paused("state.observe")
-    check_revision(ctl, params)
+    ctl.check_revision(params)
     windows = params.get("memory", [])
     if len(windows) > MAX_WINDOWS:
         raise limit(f"memory has {len(windows)} windows; the limit is {MAX_WINDOWS}",
@@ -90,7 +77,7 @@ def observe(ctl, params):
     plan, total = [], 0
     for i, win in enumerate(windows):
         length = P.length(win.get("length", 1), f"memory[{i}].length", MAX_WINDOW_BYTES)
-        start = memory.resolve(win["address"], length, f"memory[{i}].address")
+        start = P.resolve_block(win["address"], length, f"memory[{i}].address")
         total += length
         plan.append((start, length))
     if total > MAX_OBSERVATION_BYTES:
@@ -131,7 +118,7 @@ def _safe_copy(ctl, start, length, where):
     backing store (as video_memory does)."""
     mm = ctl.machine.memory
     kinds = mm.page_kind
-    shift = S.PAGE_SHIFT
+    shift = mm.PAGE_SHIFT
     adapter = ctl.machine.video
     text_base = text = None
     out = bytearray(mm.mem[start:start + length].tobytes())

@@ -15,8 +15,7 @@ Ticks of all three kinds."""
 import base64
 
 from pypc_core import hookimpl
-from pypc_core.cpu import state as S
-from pypc_core.rpc import params as P
+from pypc_core.rpc import needs_live_target, params as P
 from pypc_core.rpc.controller import flags_text
 from pypc_core.rpc.errors import invalid
 from pypc_core.rpc.stops import device_backed
@@ -34,7 +33,7 @@ class CpuTrace:
         self.detail = detail
         self.count = count
         self.active = True
-        m = ctl.machine
+        m = self.machine = ctl.machine       # (its own: session.start may replace ctl's)
         m.trace.start(capacity=count + 16, registers=detail != "csip", effects=True)
         self.end_clock = None
         self.end_regs = None
@@ -44,12 +43,12 @@ class CpuTrace:
         # state at the start, and (trace index, revision) marks taken before
         # every slice and step (each event is one Tick, one revision; an RPC
         # change between slices moves the revision without an event)
-        self.start_halted = bool(ctl.cpu.ctl[S.C_HALTED])
+        self.start_halted = ctl.cpu.halted
         self.marks = [(0, ctl.revision)]
 
     @property
     def machine_trace(self):
-        return self.ctl.machine.trace
+        return self.machine.trace
 
     def recorded(self):
         return min(self.machine_trace.total, self.count)
@@ -82,13 +81,16 @@ class CpuTrace:
         if self.active and self.machine_trace.total >= self.count:
             self.finish()
 
+    def close(self):                    # dropped by the controller (rpc.parts)
+        self.finish()
+
     def finish(self):
         if self.active:
             self.machine_trace.stop()
             self.active = False
-            self.end_clock = self.ctl.machine.clock()
-            self.end_regs = _regs(self.ctl.cpu.regs)
-            self.end_halted = bool(self.ctl.cpu.ctl[S.C_HALTED])
+            self.end_clock = self.machine.clock()
+            self.end_regs = self.machine.registers.as_dict()
+            self.end_halted = self.machine.cpu.halted
             self.end_revision = self.ctl.revision
 
     def events(self, start, n):
@@ -99,15 +101,14 @@ class CpuTrace:
             return []
         # one record past the page gives the "after" side of the last event
         recs = mt.read(start, min(end + 1, mt.total) - start)
-        buf = self.ctl.cpu.trace_buf
         ports = self.ctl.machine.ports
         memory = self.ctl.machine.memory
+        symbols = self.ctl.machine.symbols
         out = []
         for i in range(end - start):
             rec = recs[i]
             nxt = recs[i + 1] if i + 1 < len(recs) else None
-            row = buf[rec["index"] % mt.capacity]
-            raw = int(row[S.TR_BYTES]).to_bytes(8, "little", signed=True)
+            raw = rec["raw"]
             n = rec["index"]
             halted_before = self._halted_before(rec, recs[i - 1] if i else None)
             if nxt is not None:
@@ -115,8 +116,8 @@ class CpuTrace:
                 halted_after = self._halted_before(nxt, rec)
                 revision_after = self.revision_at(n + 1)
             elif self.active:
-                clock_after, regs_after = self.ctl.machine.clock(), _regs(self.ctl.cpu.regs)
-                halted_after = bool(self.ctl.cpu.ctl[S.C_HALTED])
+                clock_after, regs_after = self.ctl.machine.clock(), self.ctl.machine.registers.as_dict()
+                halted_after = self.ctl.cpu.halted
                 revision_after = self.ctl.revision
             else:
                 clock_after, regs_after = self.end_clock, self.end_regs
@@ -128,6 +129,11 @@ class CpuTrace:
                   "clock_delta": clock_after - rec["cycles"],
                   "effects": [x for e in rec.get("effects", [])
                               for x in _effects(e, ports, memory)]}
+            if symbols:
+                # pypc extension: the loaded symbols' name+offset of the address
+                name = symbols.describe(rec["linear"])
+                if name is not None:
+                    ev["symbol"] = name
             if rec["kind"] == "interrupt_dispatch":
                 ev["interrupt"] = {"source": "pic", "irq": rec["irq"], "vector": rec["vector"]}
             if self.detail != "csip":
@@ -158,10 +164,6 @@ class CpuTrace:
         if prev["kind"] == "instruction":
             return _is_hlt(prev["bytes"])
         return False
-
-
-def _regs(regs):
-    return {name: int(regs[S.REG_INDEX[name]]) for name in S.REG_INDEX}
 
 
 def _shape(regs, clock, in_hlt, revision):
@@ -212,13 +214,14 @@ def _effects(e, ports, memory):
 
 
 def _current(ctl, method):
-    tr = ctl.extensions.get("cpu_trace")
+    tr = ctl.parts.get(CpuTrace)
     if tr is None:
         raise invalid(f"{method}: no trace has been started (trace.start)",
                       "PRECONDITION_FAILED")
     return tr
 
 
+@needs_live_target
 def start(ctl, params):
     ctl.require_paused("trace.start")
     detail = params.get("detail", "normal")
@@ -226,27 +229,11 @@ def start(ctl, params):
         raise invalid(f"detail must be one of {', '.join(DETAILS)}", field="detail")
     count = P.length(params.get("instruction_count", DEFAULT_EVENTS), "instruction_count",
                      MAX_EVENTS)
-    old = ctl.extensions.get("cpu_trace")
+    old = ctl.parts.get(CpuTrace)
     if old is not None and old.active:
         raise invalid("a trace is already recording (trace.stop it first)",
                       "PRECONDITION_FAILED")
-    tr = CpuTrace(ctl, detail, count)
-    ctl.extensions["cpu_trace"] = tr
-    ctl.limit_hooks[:] = [h for h in ctl.limit_hooks if not getattr(h, "_cpu_trace", False)]
-    ctl.slice_hooks[:] = [h for h in ctl.slice_hooks if not getattr(h, "_cpu_trace", False)]
-
-    def cap(c, cycles):
-        return tr.limit(c, cycles)
-
-    def after(c):
-        tr.after_slice(c)
-    def before(c):
-        tr.before_run(c)
-    cap._cpu_trace = after._cpu_trace = before._cpu_trace = True
-    ctl.limit_hooks.append(cap)
-    ctl.slice_hooks.append(after)
-    ctl.before_hooks[:] = [h for h in ctl.before_hooks if not getattr(h, "_cpu_trace", False)]
-    ctl.before_hooks.append(before)
+    ctl.parts.put(CpuTrace, CpuTrace(ctl, detail, count))
     return {"active": True, "detail": detail, "instruction_count": count, "event_count": 0}
 
 

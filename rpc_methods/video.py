@@ -8,82 +8,34 @@ import numpy as np
 
 from pypc_core import hookimpl
 from pypc_core.rpc import params as P
-from pypc_core.rpc.errors import device_absent, invalid, not_found
+from pypc_core.rpc.errors import invalid, not_found
 from pypc_core.rpc.shapes import data_fields, sha256
+from pypc_core.rpc.video_text import adapter, parse_selection, text_result
 
 RETAINED_SNAPSHOTS = 8
 MAX_READ = 65536
-
-
-def adapter(ctl, method):
-    video = ctl.machine.video
-    if video is None:
-        raise device_absent(f"{method}: no video adapter is plugged in", device="video")
-    return video
-
-
-def parse_selection(params, where="params"):
-    """``(page, display_address)`` of a video.text-style selection; both
-    keys together are refused even if equal or null."""
-    if "page" in params and "display_address" in params:
-        raise invalid(f"{where}: page and display_address are mutually exclusive",
-                      field=where)
-    page = params.get("page")
-    addr = params.get("display_address")
-    if page is not None:
-        page = P.number(page, "page", 0, 0xFFFF)
-    if addr is not None:
-        addr = P.number(addr, "display_address", 0, 0xFFFF)
-    return page, addr
-
-
-def text_result(ctl, selection, method="video.text"):
-    video = adapter(ctl, method)
-    page, addr = selection
-    try:
-        out = video.text_page(page=page, display_address=addr)
-    except ValueError as exc:
-        raise invalid(f"{method}: {exc}", field="page" if page is not None
-                      else "display_address") from None
-    out = dict(out)
-    if video.adapter == "CGA":
-        out["cells"] = _cga_cells(out["cells"])
-    out["state_revision"] = ctl.revision
-    return out
-
-
-def _cga_cells(rows):
-    """The contract's reading of a CGA attribute (COMPAT: "CGA always has
-    the blink bit"): bit 7 is ``blink`` and bits 4..6 the background,
-    whatever the mode register's blink-enable bit says (only the VGA's
-    attribute controller switches bit 7 to a fourth background bit)."""
-    out = []
-    for row in rows:
-        new = []
-        for cell in row:
-            a = cell["attribute"]
-            if cell["background"] != (a >> 4) & 7 or cell["blink"] != bool(a & 0x80):
-                cell = dict(cell, background=(a >> 4) & 7, blink=bool(a & 0x80))
-            new.append(cell)
-        out.append(new)
-    return out
 
 
 def text(ctl, params):
     return text_result(ctl, parse_selection(params))
 
 
-def text_backing(video):
-    """``(physical address, bytes)`` of the adapter's text backing store."""
-    return video.declaration.memory[0].base, video.vram_bytes()
+class Snapshots:
+    """The retained video snapshots (a controller part): forgotten with the
+    machine they show (a new session, an imported snapshot), while their id
+    counter goes on."""
+
+    def __init__(self):
+        self.next = 1
+        self.items = collections.OrderedDict()
+
+    def on_event(self, event, ctl):
+        self.items.clear()
+        return True
 
 
 def _snapshots(ctl):
-    snaps = ctl.extensions.get("video.snapshots")
-    if snaps is None:
-        snaps = ctl.extensions["video.snapshots"] = {
-            "next": 1, "items": collections.OrderedDict()}
-    return snaps
+    return ctl.parts.setdefault(Snapshots, Snapshots)
 
 
 def snapshot(ctl, params):
@@ -107,11 +59,11 @@ def snapshot(ctl, params):
         if hasattr(video, "cursor"):
             extra["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
     snaps = _snapshots(ctl)
-    snap_id = f"snap-{snaps['next']}"
-    snaps["next"] += 1
-    snaps["items"][snap_id] = components
-    while len(snaps["items"]) > RETAINED_SNAPSHOTS:
-        snaps["items"].popitem(last=False)
+    snap_id = f"snap-{snaps.next}"
+    snaps.next += 1
+    snaps.items[snap_id] = components
+    while len(snaps.items) > RETAINED_SNAPSHOTS:
+        snaps.items.popitem(last=False)
     out = {
         "snapshot_id": snap_id,
         "state_revision": ctl.revision,
@@ -134,7 +86,7 @@ def snapshot(ctl, params):
 
 def snapshot_read(ctl, params):
     snap_id = params["snapshot_id"]
-    snaps = _snapshots(ctl)["items"]
+    snaps = _snapshots(ctl).items
     if snap_id not in snaps:
         raise not_found(f"no retained video snapshot {snap_id!r} (at most "
                         f"{RETAINED_SNAPSHOTS} are kept)", snapshot_id=snap_id)

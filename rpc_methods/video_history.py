@@ -7,9 +7,10 @@ How it records: the video card journals its memory write by write
 (``journal_start``: while recording, its window's pages call a compiled
 handler that logs every byte a write changes into a ``bus.journal.WriteLog``
 -- CPU writes, REP STOSW included, and the firmware's and ``memory.write``'s
-alike); every write to the card's ports is journaled as it happens (the port
-map's ``write`` is wrapped on this machine while recording, and ports the
-CPU would answer itself go through it too).  The log is drained in order at
+alike); every write to the card's ports is journaled as it happens (the
+history observes the machine's port map while recording,
+``PortMap.add_observer``, so ports the CPU would answer itself go through
+Python too).  The log is drained in order at
 every such port write, every Python-side write to the window, and after
 every slice of execution (at most :data:`SLICE_CYCLES`, 32,768 cycles or
 about 6.9 emulated ms, while recording) and every step, so two writes to
@@ -35,8 +36,7 @@ from pypc_core import hookimpl
 from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
-
-from .hardware import hook, unhook
+from pypc_core.rpc.parts import Counter
 
 MAX_CAPACITY = 1_000_000
 DEFAULT_CAPACITY = 500_000
@@ -46,6 +46,10 @@ SLICE_CYCLES = 1 << 15               # 32,768 cycles, about 6.9 emulated ms, whi
 LOG_ENTRIES = 1 << 16                # the card's log between drains (a slice writes far fewer)
 KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
 KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
+
+
+class HistoryIds(Counter):
+    """video-N ids, never reused in a server's life (a controller part)."""
 
 
 class History:
@@ -74,7 +78,7 @@ class History:
         self.font = None if planes is None else np.array(planes[2], dtype=np.uint8)
         self.mode = self._mode()
         self.graphics = bool(video.is_graphics())
-        self._hooked = None
+        self._pm = None                 # the port map observed (this machine's)
         self._ports = set(p for p in video.declaration.ports)
         self.log = WriteLog(LOG_ENTRIES)
         self.log.flush = self.drain
@@ -127,32 +131,21 @@ class History:
         return out
 
     def start(self):
-        pm = self.ctl.machine.ports
-        write = pm.write
-
-        def journaled_write(port, value, width=1):
-            if not self.active or (port & 0xFFFF) not in self._ports:
-                return write(port, value, width)
-            self.drain()                # memory written before this OUT comes first
-            handled = write(port, value, width)
-            self._add("port", port & 0xFFFF, width, value & (0xFF if width == 1 else 0xFFFF))
-            self.compare_mode()
-            return handled
-        self._hooked = hook(pm, {"write": journaled_write})
-        self._pm = pm                   # this machine's (session.start may replace it)
+        pm = self._pm = self.ctl.machine.ports
         self.video.journal_start(self.log)
         self.active = True
-        self._slow_ports()
+        pm.add_observer(self)
 
-    def _slow_ports(self):
-        """Keep every guest port access on the Python path while recording:
-        a card may answer its ports inside the CPU (the VGA's sequencer and
-        graphics controller), and those OUTs would not reach the wrapped
-        ``write``.  Checked before every slice, as a hardware trace that
-        stops puts the fast path back."""
-        pm = self._pm
-        if self.active and getattr(pm, "fast_reads", False):
-            pm.set_fast_reads(False)
+    # (the port map's observer protocol: the card's port writes, in order
+    # with the memory writes logged before them)
+    def before_write(self, port, value, width):
+        if self.active and port in self._ports:
+            self.drain()                # memory written before this OUT comes first
+
+    def after_write(self, port, value, width):
+        if self.active and port in self._ports:
+            self._add("port", port, width, value & (0xFF if width == 1 else 0xFFFF))
+            self.compare_mode()
 
     def stop(self):
         if self.active:
@@ -160,16 +153,9 @@ class History:
             self.catch_up()
             self.active = False
             self.video.journal_stop()
-            if self._hooked is not None:
-                unhook(*self._hooked)
-                self._hooked = None
-            trace = self.ctl.extensions.get("hardware_trace")
-            tracing = getattr(trace, "active", False) and getattr(trace, "include_io", False)
-            pm = self._pm
-            # the fast path is on unless a recorder wants it off (the two
-            # recorders turn it off and back on; nothing else does)
-            if not tracing and not getattr(pm, "fast_reads", True):
-                pm.set_fast_reads(True)
+            self._pm.remove_observer(self)
+
+    close = stop                        # dropped by the controller (rpc.parts)
 
     def drain(self):
         """Turn what the card logged since the last drain into events, in
@@ -239,7 +225,6 @@ class History:
     def limit(self, ctl, cycles):
         if not self.active:
             return cycles
-        self._slow_ports()
         return min(cycles, SLICE_CYCLES)
 
     @property
@@ -248,7 +233,7 @@ class History:
 
 
 def _current(ctl, history_id, method):
-    h = ctl.extensions.get("video_history")
+    h = ctl.parts.get(History)
     if h is None:
         raise invalid(f"{method}: no video history has been started (video.history.start)",
                       "PRECONDITION_FAILED")
@@ -267,25 +252,11 @@ def start(ctl, params):
         raise device_absent(f"video.history.start: the {video.adapter} card cannot journal "
                             "its memory writes (no journal_start)", device="video")
     capacity = P.length(params.get("capacity", DEFAULT_CAPACITY), "capacity", MAX_CAPACITY)
-    old = ctl.extensions.get("video_history")
-    if old is not None:
-        old.stop()
-    n = ctl.extensions.get("next_history", 1)
-    ctl.extensions["next_history"] = n + 1
+    ctl.parts.pop(History)              # (stops the one it replaces first)
+    n = ctl.parts.setdefault(HistoryIds, HistoryIds).take()
     h = History(ctl, f"video-{n}", capacity)
     h.start()
-    ctl.extensions["video_history"] = h
-    ctl.slice_hooks[:] = [f for f in ctl.slice_hooks if not getattr(f, "_video_history", 0)]
-    ctl.limit_hooks[:] = [f for f in ctl.limit_hooks if not getattr(f, "_video_history", 0)]
-
-    def after(c):
-        h.after_slice(c)
-
-    def cap(c, cycles):
-        return h.limit(c, cycles)
-    after._video_history = cap._video_history = True
-    ctl.slice_hooks.append(after)
-    ctl.limit_hooks.append(cap)
+    ctl.parts.put(History, h)
     vram = h.vram.tobytes()
     out = {"history_id": h.id, "first_sequence": h.next_sequence, "capacity": capacity,
            "clock": ctl.machine.clock(), "adapter": video.adapter,

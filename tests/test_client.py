@@ -487,6 +487,39 @@ def r_checkpoints_delete(c, fx, tmp):
         c.checkpoints.delete(checkpoint_id=cp.checkpoint_id)
 
 
+def _symbol_list(c, tmp):
+    path = tmp / "prog.sym"
+    path.write_text(f"entry {SEG:04X}:0000\nstore {SEG:04X}:0004\n")
+    return c.symbols.load(path=str(path))
+
+
+def r_symbols_load(c, fx, tmp):
+    out = _symbol_list(c, tmp)
+    assert (out.format, out.base, out.symbols, out.total) == ("list", 0, 2, 2)
+    c.symbols.clear()
+
+
+def r_symbols_list(c, fx, tmp):
+    _symbol_list(c, tmp)
+    out = c.symbols.list()
+    assert [s.name for s in out.symbols] == ["entry", "store"] and out.next_offset is None
+    c.symbols.clear()
+
+
+def r_symbols_lookup(c, fx, tmp):
+    _symbol_list(c, tmp)
+    hit = c.symbols.lookup(name="store+1").results[0]
+    assert (hit.address.segment, hit.address.offset, hit.symbol) == (SEG, 5, "store+0x1")
+    assert c.symbols.lookup(addresses=[seg(2), 0]).results[0].symbol == "entry+0x2"
+    c.symbols.clear()
+
+
+def r_symbols_clear(c, fx, tmp):
+    _symbol_list(c, tmp)
+    assert c.symbols.clear().cleared == 2
+    assert c.symbols.list().total == 0
+
+
 def _own_session(c, tmp, stop):
     """session.start (and session.stop) on a server of its own: a session
     replaces the machine, and the other recipes share this one."""

@@ -18,3 +18,5 @@ def test_every_example_in_the_debugging_guide_runs(capsys):
     out = capsys.readouterr().out
     assert "0100  b90500     mov cx,0x5" in out
     assert "refused:" in out and "instructions traced" in out
+    assert "main+0x3   call 0x10a <bump>" in out
+    assert "breakpoint main+0x8 count+0x1" in out

@@ -15,6 +15,7 @@ import pytest
 from guest import dos as progs
 from pypc_core.dos.trace import DosTrace
 from pypc_core.rpc.stops import cycles_to_ns
+from pypc_rpc_methods.dos_trace import DosTraceJournal
 import session_common
 from session_common import runtime_folder, srv  # noqa: F401  (srv: a fixture)
 
@@ -351,10 +352,10 @@ def test_a_new_start_replaces_the_trace_and_session_start_drops_it(srv, workdir)
     c = srv.client()
     start_session(c, workdir)
     c.call("dos.trace.start", {"classes": ["memory"]})
-    first = srv.controller.extensions["dos_trace"]
+    first = srv.controller.parts.get(DosTraceJournal).trace
     c.call("dos.trace.start", {"classes": ["program"]})
     assert first.active is False
-    assert srv.controller.machine.dos.tracer is srv.controller.extensions["dos_trace"]
+    assert srv.controller.machine.dos.tracer is srv.controller.parts.get(DosTraceJournal).trace
     run_to_exit(c)
     assert [e["name"] for e in read_all(c)["events"]] == [
         "exec", "exit", "get_return_code", "exit"]
@@ -393,7 +394,7 @@ def test_a_machine_without_any_dos_is_refused(srv):
     assert "no DOS has installed an INT 21h handler" in err["message"]
     for method in ("dos.trace.read", "dos.trace.stop"):
         assert c.error(method)["data"]["reason"] == "PRECONDITION_FAILED"
-    assert "dos_trace" not in srv.controller.extensions
+    assert DosTraceJournal not in srv.controller.parts
     assert not [bp for bp in srv.machine.breakpoints.all() if bp.internal]
 
 
@@ -641,7 +642,7 @@ def test_a_guest_dos_trace_filtered_and_replaced(srv):
     ready, done, handler = load_guest_dos(c)
     c.call("dos.trace.start", {"classes": ["memory"]})
     c.call("dos.trace.start", {"path_contains": "new.dat"})      # replaces: one set of hooks
-    assert len([h for h in srv.controller.slice_hooks if getattr(h, "_dos_trace", False)]) == 1
+    assert len(srv.controller.parts.after_slice) == 1        # one set of hooks
     c.call("breakpoints.create", {"address": gseg(done)})
     run_to_exit(c)
     events = read_all(c)["events"]

@@ -159,3 +159,28 @@ def test_committed_rom_matches_source(tmp_path):
         subprocess.run([nasm, "-f", "bin", "-o", str(out), os.path.join(HERE, name + ".asm")],
                        check=True)
         assert out.read_bytes() == guest(name)
+
+
+def test_the_card_gets_its_drive_from_its_board_as_the_machine_opens_its_own(tmp_path):
+    # one attach protocol: the card asks its board (board.open_disk), never
+    # the Machine: the machine's --cow applies, the machine closes the image,
+    # and the same image as a writable drive is refused with one line
+    from pypc_core.errors import PypcError
+    floppy = make_floppy(str(tmp_path / "f.img"), bytes([0xF4]) + bytes(509) + b"\x55\xaa")
+    hd = hd_image(str(tmp_path / "hd.img"))
+    before = open(hd, "rb").read()
+    opts = argparse.Namespace(xtide_image=hd)
+    with Machine(MachineConfig(floppy_a=floppy, plugins=["cga", "fdc", "xtide"],
+                               options=opts, cow=True)) as m:
+        card = m.device("xtide")
+        assert card.disk.path == hd and card.disk in m._card_disks
+        card.disk.write_sectors(0, bytes(512))
+        assert card.disk.read_sectors(0) == bytes(512)
+    assert open(hd, "rb").read() == before             # --cow: the image never changed
+    from pypc_core.storage import DiskImageError
+    with pytest.raises(DiskImageError, match="is closed"):
+        card.disk.read_sectors(0)                       # the machine closed it
+    with pytest.raises(PypcError, match=r"is both drive C: \(--hdd\) and the --xtide-image"):
+        Machine(MachineConfig(floppy_a=floppy, hdd=hd, plugins=["cga", "fdc", "xtide"],
+                              options=opts))
+    assert open(hd, "rb").read() == before

@@ -133,3 +133,47 @@ def test_plugins_hear_machine_ready_and_shutdown():
     with Machine(MachineConfig(plugin_manager=pm)):
         assert heard == [("ready", 0, 0xFFFF)]             # built, reset, not run
     assert heard[-1] == ("shutdown",)
+
+
+class _FrameObserver:
+    """A host-side observer on emulated time: wants cycle k * period."""
+
+    def __init__(self, start, period, count):
+        self.origin = start
+        self.due = start + period
+        self.period = period
+        self.left = count
+        self.seen = []
+
+    def next_event(self):
+        return self.due if self.left else None
+
+    def advance(self, cycle):
+        self.seen.append(cycle)
+        self.left -= 1
+        self.due += self.period
+
+
+def test_a_timed_observer_sees_its_exact_cycles_whatever_the_slicing(tmp_path):
+    # a recorder's frames fall on exact emulated cycles however the run is cut
+    # up, change nothing the guest computes, and stop once it is removed
+    path = tmp_path / "g.img"
+    floppy_image(path, cpu_guest())
+    results = []
+    total = 79_545 * 20 + 10
+    for pieces in (1, 7, 0):
+        with Machine(MachineConfig(floppy_a=str(path), cow=True)) as m:
+            obs = _FrameObserver(m.clock(), 79_545, 20)
+            if pieces:
+                m.scheduler.add(obs, marks_ports=False)
+            start = m.clock()
+            for k in range(1, max(pieces, 1) + 1):
+                m.run_until_cycle(start + total * k // max(pieces, 1))
+            m.scheduler.remove(obs)
+            m.scheduler.remove(obs)             # a second remove is no error
+            assert obs not in m.scheduler.timed
+            results.append((obs.seen, guest_state(m)))
+            origin = obs.origin
+    assert results[0][0] == [origin + 79_545 * k for k in range(1, 21)]
+    assert results[0] == results[1]
+    assert results[2] == ([], results[0][1])    # the guest never noticed

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pypc_rpc_methods.video import Snapshots
 from rpc_client import RpcFixture
 from rpc_strategies import SchemaStrategies, broken_lines
 
@@ -38,7 +39,8 @@ def fingerprint(fx):
     machine thread waits for requests)."""
     m, ctl = fx.machine, fx.controller
     kb = m.keyboard
-    snaps = ctl.extensions.get("video.snapshots", {}).get("items", {})
+    part = ctl.parts.get(Snapshots)
+    snaps = part.items if part is not None else {}
     return (ctl.revision, m.cpu.regs.tobytes(), m.cpu.ctl.tobytes(),
             hashlib.sha1(m.memory.mem.tobytes()).digest(), tuple(kb.typing), tuple(kb.fifo),
             tuple(sorted(ctl.pressed)), json.dumps(ctl.last_stop, sort_keys=True),

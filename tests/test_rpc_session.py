@@ -384,7 +384,8 @@ def test_a_trace_of_the_previous_machine_ends_with_session_start(srv, workdir):
     c.call("execution.pause")
     c.call("trace.start", {"instruction_count": 100})
     start(c, workdir, "AGENTFIX.COM")
-    assert srv.controller.slice_hooks == [] and srv.controller.limit_hooks == []
+    parts = srv.controller.parts
+    assert parts.after_slice == () and parts.limits == () and parts.before_run == ()
     err = c.error("trace.read", {"cursor": None, "limit": 10})
     assert err["data"]["reason"] == "PRECONDITION_FAILED"
     c.call("trace.start", {"instruction_count": 10})     # a new trace of the program

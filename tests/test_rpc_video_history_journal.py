@@ -9,6 +9,7 @@ import base64
 
 import pytest
 
+from pypc_rpc_methods.video_history import History
 from rpc_client import RpcFixture
 
 CODE = 0x1000
@@ -32,7 +33,7 @@ def vga():
 def client(fx):
     c = fx.client()
     c.call("execution.pause")
-    old = fx.controller.extensions.get("video_history")
+    old = fx.controller.parts.get(History)
     if old is not None and old.active:
         c.call("video.history.stop")
     return c

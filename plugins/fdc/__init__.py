@@ -22,8 +22,7 @@ def pypc_device_declare():
 
 
 @hookimpl
-def pypc_device_create(options, machine):
-    if machine is None:
-        return Fdc765()
-    drives = max(1, int(getattr(machine, "floppy_drives", 1)))
-    return Fdc765(disks=machine.disks, drives=drives)
+def pypc_device_create():
+    """A controller whose drives its board gives it when attached (the
+    machine's floppy images)."""
+    return Fdc765()

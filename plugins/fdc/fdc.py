@@ -131,6 +131,9 @@ class Fdc765(Device):
     # -- wiring --------------------------------------------------------------------
     def attach(self, board):
         self._board = board
+        if board.drives is not None:        # the machine's drives (a scratch board has none)
+            self.disks = board.drives
+            self.drives = max(1, min(4, board.floppy_drive_count or 1))
         self.clock = board.clock
         self._irq = board.irq(IRQ)
         self._dma = board.dma(DMA_CHANNEL)

@@ -9,10 +9,7 @@ way opened by the storage layer with the machine's ``--readonly`` /
 BIOS and ``--hdd`` the ROM leaves drive 80h to the BIOS's own service.
 """
 
-import os
-
 from pypc_core import hookimpl
-from pypc_core.errors import PypcError
 
 from .xtide import XtIde, rom_image
 
@@ -32,38 +29,7 @@ def pypc_cli_add_options(parser):
 
 
 @hookimpl
-def pypc_device_create(options, machine):
-    from pypc_core.storage import DiskImage, DiskImageError
-    if machine is None:
-        return XtIde(DiskImage.from_bytes(bytes(17 * 4 * 512), kind="hdd"))
-    cfg = machine.config
-    path = getattr(options, "xtide_image", None)
-    if path:
-        mode = "cow" if cfg.cow else ("readonly" if cfg.readonly else "rw")
-        if cfg.hdd and mode == "rw" and os.path.exists(path) and os.path.exists(cfg.hdd) \
-                and os.path.samefile(path, cfg.hdd):
-            raise PypcError(f"{path!r} is both the --hdd and the --xtide-image; give the "
-                            "card its own image (or use --readonly or --cow)")
-        cow_file = None
-        if cfg.cow and cfg.cow_dir:
-            cow_file = os.path.join(cfg.cow_dir, os.path.basename(path) + ".cow")
-        try:
-            disk = DiskImage(path, kind="hdd", mode=mode, geometry=cfg.hdd_geometry,
-                             cow_file=cow_file)
-        except DiskImageError as exc:
-            raise PypcError(str(exc)) from exc
-        device = XtIde(disk)
-        device.owns_disk = True
-        return device
-    disk = machine.disks.get(0x80) if cfg.bios else None
-    if disk is None:
-        raise PypcError("the xtide card needs a disk: --xtide-image IMAGE "
-                        "(or --hdd IMAGE with a third-party --bios)")
-    return XtIde(disk)
-
-
-@hookimpl
-def pypc_machine_shutdown(machine):
-    device = machine.devices.get("xtide")
-    if isinstance(device, XtIde) and getattr(device, "owns_disk", False):
-        device.disk.close()
+def pypc_device_create(options):
+    """The card; its drive comes from its board when attached
+    (``--xtide-image``, or with a third-party ``--bios`` the ``--hdd``)."""
+    return XtIde(image_path=getattr(options, "xtide_image", None))

@@ -27,6 +27,7 @@ its geometry as the storage layer finds it, and all its modes).  The ROM
 import importlib.resources
 
 from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
+from pypc_core.errors import PypcError
 from pypc_core.storage.image import DiskImageError, DiskWriteProtected, SECTOR_SIZE
 
 BASE = 0x300
@@ -56,10 +57,12 @@ class XtIde(Device):
         memory=[MemoryWindow(ROM_BASE, ROM_WINDOW, "rom")],
         capabilities=["hard-disk-controller"])
 
-    def __init__(self, disk, name="xtide"):
-        if disk is None:
-            raise ValueError("the XT-IDE card needs a hard-disk image")
+    def __init__(self, disk=None, name="xtide", image_path=None):
+        """``disk``: the drive; without one the board gives it at attach:
+        the image at ``image_path`` (opened as the machine opens its own),
+        else, with a third-party BIOS, the machine's C: (``--hdd``)."""
         self.disk = disk
+        self.image_path = image_path
         self.name = name
         self._board = None
         self.reset()
@@ -69,6 +72,20 @@ class XtIde(Device):
         board.claim_ports(PORTS, read=self.port_read, write=self.port_write,
                           peek=self.port_peek)
         board.map_rom(ROM_BASE, rom_image())
+        if self.disk is None:
+            self.disk = self._board_disk(board)
+
+    def _board_disk(self, board):
+        from pypc_core.storage import DiskImage
+        if board.drives is None:        # a scratch board (pypc plugins): a blank drive
+            return DiskImage.from_bytes(bytes(17 * 4 * 512), kind="hdd")
+        if self.image_path:
+            return board.open_disk(self.image_path, "hdd", option="--xtide-image")
+        disk = board.drives.get(0x80) if not board.builtin_bios else None
+        if disk is None:
+            raise PypcError("the xtide card needs a disk: --xtide-image IMAGE "
+                            "(or --hdd IMAGE with a third-party --bios)")
+        return disk
 
     def reset(self):
         self.regs = {"features": 0, "count": 1, "sector": 1, "cyl_lo": 0, "cyl_hi": 0,

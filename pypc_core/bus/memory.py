@@ -133,6 +133,8 @@ class Handler:
 
 
 class MemoryMap:
+    PAGE_SHIFT = PAGE_SHIFT         # page_kind[i] covers [i << PAGE_SHIFT, (i + 1) << PAGE_SHIFT)
+
     def __init__(self):
         self.mem = np.full(MEM_SIZE, 0xFF, dtype=np.uint8)
         self.page_table = np.zeros(PAGE_TABLE_SIZE, dtype=np.int64)

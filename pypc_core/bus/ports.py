@@ -48,6 +48,9 @@ class PortMap:
         self.dirty = False
         self.timing_dirty = False       # a device with timed events may have changed
         self.fast_reads = True          # False: every claimed port exits to Python
+        self._fast_wanted = True        # what set_fast_reads asked (observers force off)
+        self._observers = []            # add_observer: [(observer, unclaimed)]
+        self._unclaimed_exiting = None  # ports an observer made exit (np array)
         self._publishers = []
         self._owner = {}
         self._read = {}
@@ -109,8 +112,13 @@ class PortMap:
 
     def set_fast_reads(self, enabled):
         """Switch reads answered inside the CPU on or off.  Off, every
-        claimed port goes through its Python handler (I/O tracing wants to
-        see each access; tests compare both paths)."""
+        claimed port goes through its Python handler (tests compare both
+        paths).  While an observer is on (:meth:`add_observer`) they stay
+        off; this setting applies again once the last one leaves."""
+        self._fast_wanted = bool(enabled)
+        self._apply_fast_reads(self._fast_wanted and not self._observers)
+
+    def _apply_fast_reads(self, enabled):
         self.fast_reads = bool(enabled)
         if not self.fast_reads:
             kind = self.port_kind
@@ -121,6 +129,83 @@ class PortMap:
             prim.restore()
         for publish in self._publishers:
             publish()
+
+    # -- observers -----------------------------------------------------------
+    def add_observer(self, observer, unclaimed=False):
+        """Let ``observer`` see every port access through this map, the
+        guest's and the host's: ``observer.before_write(port, value, width)``
+        and ``observer.after_write(port, value, width)`` around each write,
+        ``observer.after_read(port, width, value)`` after each read (each
+        optional).  While any observer is on, every claimed port exits to
+        Python (so none is answered unseen inside the CPU); ``unclaimed``:
+        ports no device claims exit too (reads FFh, writes vanish, as
+        before), so a guest's probes are seen.  An observer added twice is
+        there once."""
+        if any(o is observer for o, _ in self._observers):
+            return
+        self._observers.append((observer, bool(unclaimed)))
+        self._apply_observers()
+
+    def remove_observer(self, observer):
+        """Take ``observer`` away (no error if it is not there); the last
+        one leaving puts the fast paths back as :meth:`set_fast_reads` set
+        them."""
+        before = len(self._observers)
+        self._observers = [(o, u) for o, u in self._observers if o is not observer]
+        if len(self._observers) != before:
+            self._apply_observers()
+
+    def _apply_observers(self):
+        observers = self._observers
+        kind = self.port_kind
+        want_unclaimed = any(u for _, u in observers)
+        if want_unclaimed and self._unclaimed_exiting is None:
+            ports = np.flatnonzero(kind == PORT_NONE)
+            kind[ports] = PORT_PY
+            self._unclaimed_exiting = ports
+        elif not want_unclaimed and self._unclaimed_exiting is not None:
+            ports = self._unclaimed_exiting
+            self._unclaimed_exiting = None
+            ports = [p for p in ports[kind[ports] == PORT_PY].tolist()
+                     if p not in self._owner]
+            kind[ports] = PORT_NONE
+        self._before_write = tuple(o.before_write for o, _ in observers
+                                   if hasattr(o, "before_write"))
+        self._after_write = tuple(o.after_write for o, _ in observers
+                                  if hasattr(o, "after_write"))
+        self._after_read = tuple(o.after_read for o, _ in observers
+                                 if hasattr(o, "after_read"))
+        if observers:
+            # this map's own switch to its observed access (the plain
+            # methods stay free of any observer check)
+            self.read = self._observed_read
+            self.write = self._observed_write
+            if self.fast_reads:
+                self._apply_fast_reads(False)
+        else:
+            self.__dict__.pop("read", None)
+            self.__dict__.pop("write", None)
+            if self._fast_wanted and not self.fast_reads:
+                self._apply_fast_reads(True)
+
+    @property
+    def observed(self):
+        """True while an observer is on."""
+        return bool(self._observers)
+
+    def _observed_read(self, port, width=1):
+        value = PortMap.read(self, port, width)
+        for fn in self._after_read:
+            fn(port & 0xFFFF, width, value)
+        return value
+
+    def _observed_write(self, port, value, width=1):
+        for fn in self._before_write:
+            fn(port & 0xFFFF, value, width)
+        handled = PortMap.write(self, port, value, width)
+        for fn in self._after_write:
+            fn(port & 0xFFFF, value, width)
+        return handled
 
     def refresh(self):
         """Re-read the stale peekable ports (all of them after ``dirty =

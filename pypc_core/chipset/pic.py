@@ -61,8 +61,26 @@ class Pic8259(Device):
         self.intr = False
 
     _portmap = None
+    #: add_observer: called as ``fn(kind, irq, vector)`` -- "irq_raise" and
+    #: "irq_lower" when an input line changes, "irq_dispatch" at each INTA
+    #: (vector given; None otherwise)
+    _observers = ()
 
     # -- interrupt inputs --------------------------------------------------
+    def add_observer(self, fn):
+        """Call ``fn(kind, irq, vector)`` at each input edge (``irq_raise``,
+        ``irq_lower``) and interrupt acknowledge (``irq_dispatch``): what a
+        hardware trace records.  Added twice, it is there once."""
+        if fn not in self._observers:
+            self._observers = self._observers + (fn,)
+
+    def remove_observer(self, fn):
+        self._observers = tuple(o for o in self._observers if o != fn)
+
+    def _notify(self, kind, irq, vector=None):
+        for fn in self._observers:
+            fn(kind, irq, vector)
+
     def raise_irq(self, n):
         bit = 1 << n
         if self.lines & bit:
@@ -70,6 +88,8 @@ class Pic8259(Device):
         self.lines |= bit
         self.irr |= bit             # a low->high edge (or a level in level mode)
         self._update()
+        if self._observers:
+            self._notify("irq_raise", n)
 
     def lower_irq(self, n):
         bit = 1 << n
@@ -83,6 +103,8 @@ class Pic8259(Device):
         if self.irr & bit:
             self.irr &= ~bit
             self._update()
+        if self._observers:
+            self._notify("irq_lower", n)
 
     def pulse_irq(self, n):
         """A rising edge whose fall the machine has already passed (the
@@ -149,6 +171,8 @@ class Pic8259(Device):
             self._take(irq)
             vector = (self.vector_base | irq) & 0xFF
         self._update()
+        if self._observers:
+            self._notify("irq_dispatch", (vector - self.vector_base) & 0x07, vector)
         return vector
 
     def _take(self, irq):

@@ -43,13 +43,13 @@ class AuthMethods(_Group):
 class BreakpointsMethods(_Group):
     """The ``breakpoints.*`` methods."""
 
-    def create(self, *, kind: str | None = None, address: M.AddressObject | dict | None = None, length: int | str | None = None, condition: M.BreakpointSpecCondition | dict | None = None, hit_filter: M.BreakpointSpecHitFilter | dict | None = None, event: M.BreakpointSpecEvent | dict | None = None, once: bool | None = None, rpc_timeout: float | None = None) -> M.Breakpoint:
+    def create(self, *, kind: str | None = None, address: M.AddressObject | M.SymbolAddress | dict | None = None, length: int | str | None = None, condition: M.BreakpointSpecCondition | dict | None = None, hit_filter: M.BreakpointSpecHitFilter | dict | None = None, event: M.BreakpointSpecEvent | dict | None = None, once: bool | None = None, rpc_timeout: float | None = None) -> M.Breakpoint:
         """``breakpoints.create``: Create an execution, memory-access, or software-interrupt breakpoint."""
         params = {}
         if kind is not None:
             params['kind'] = encode(kind, 'str')
         if address is not None:
-            params['address'] = encode(address, ('model', 'AddressObject'))
+            params['address'] = encode(address, ('union', (('model', 'AddressObject'), ('model', 'SymbolAddress'))))
         if length is not None:
             params['length'] = encode(length, ('union', ('int', 'str')))
         if condition is not None:
@@ -565,6 +565,51 @@ class StateMethods(_Group):
         return decode(result, RESULT_SPECS['state.set_registers'], 'state.set_registers')
 
 
+class SymbolsMethods(_Group):
+    """The ``symbols.*`` methods."""
+
+    def clear(self, *, rpc_timeout: float | None = None) -> M.SymbolsClearResult:
+        """``symbols.clear``: Forget every loaded symbol."""
+        params = {}
+        result = self._client.call('symbols.clear', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['symbols.clear'], 'symbols.clear')
+
+    def list(self, *, offset: int | str | None = None, limit: int | str | None = None, prefix: str | None = None, rpc_timeout: float | None = None) -> M.SymbolsListResult:
+        """``symbols.list``: The loaded symbols by address (a page of them) and the files they came from."""
+        params = {}
+        if offset is not None:
+            params['offset'] = encode(offset, ('union', ('int', 'str')))
+        if limit is not None:
+            params['limit'] = encode(limit, ('union', ('int', 'str')))
+        if prefix is not None:
+            params['prefix'] = encode(prefix, 'str')
+        result = self._client.call('symbols.list', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['symbols.list'], 'symbols.list')
+
+    def load(self, *, path: str, base: int | str | None = UNSET, format: str | None = None, rpc_timeout: float | None = None) -> M.SymbolsLoadResult:
+        """``symbols.load``: Load a link map or a NAME SEG:OFF list from a host file (a link map relocated to the DOS program's load segment unless base is given)."""
+        params = {}
+        params['path'] = encode(path, 'str')
+        if base is not UNSET:
+            params['base'] = encode(base, ('optional', ('union', ('int', 'str'))))
+        if format is not None:
+            params['format'] = encode(format, 'str')
+        result = self._client.call('symbols.load', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['symbols.load'], 'symbols.load')
+
+    def lookup(self, *, name: str | None = None, address: int | str | M.AddressObject | dict | None = None, addresses: list[int | str | M.AddressObject] | None = None, rpc_timeout: float | None = None) -> M.SymbolsLookupResult:
+        """``symbols.lookup``: A name (name, name+N) to its address, or addresses to name+offset: exactly one of name, address, addresses."""
+        params = {}
+        if name is not None:
+            params['name'] = encode(name, 'str')
+        if address is not None:
+            params['address'] = encode(address, ('union', (('union', ('int', 'str')), ('model', 'AddressObject'))))
+        if addresses is not None:
+            params['addresses'] = encode(addresses, ('list', ('union', (('union', ('int', 'str')), ('model', 'AddressObject')))))
+        result = self._client.call('symbols.lookup', params, rpc_timeout)
+        return decode(result, RESULT_SPECS['symbols.lookup'], 'symbols.lookup')
+
+
 class TraceMethods(_Group):
     """The ``trace.*`` methods."""
 
@@ -704,6 +749,10 @@ RESULT_SPECS = {
     'state.get_registers': ('model', 'Registers'),
     'state.observe': ('model', 'StateObserveResult'),
     'state.set_registers': ('model', 'StateSetRegistersResult'),
+    'symbols.clear': ('model', 'SymbolsClearResult'),
+    'symbols.list': ('model', 'SymbolsListResult'),
+    'symbols.load': ('model', 'SymbolsLoadResult'),
+    'symbols.lookup': ('model', 'SymbolsLookupResult'),
     'trace.read': ('model', 'TraceReadResult'),
     'trace.start': ('model', 'TraceStartResult'),
     'trace.stop': ('model', 'TraceStopResult'),
@@ -726,7 +775,7 @@ class Client:
     ``read_token_file``) is sent in a first ``auth`` request (``AuthError``
     if refused)."""
 
-    METHODS = ('agent.capabilities', 'auth', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
+    METHODS = ('agent.capabilities', 'auth', 'breakpoints.create', 'breakpoints.delete', 'breakpoints.list', 'checkpoints.create', 'checkpoints.delete', 'checkpoints.list', 'checkpoints.restore', 'debug.output.read', 'dos.memory_map', 'dos.status', 'dos.trace.read', 'dos.trace.start', 'dos.trace.stop', 'emulator.info', 'execution.continue', 'execution.go', 'execution.pause', 'execution.run_until', 'execution.step', 'execution.wait', 'hardware.trace.read', 'hardware.trace.start', 'hardware.trace.stop', 'input.joystick', 'input.joystick.state', 'input.keyboard', 'input.state', 'io.read', 'io.write', 'keyboard.scancode', 'machine.snapshot.export', 'machine.snapshot.import', 'memory.read', 'memory.write', 'rpc.discover', 'serial.read', 'serial.status', 'serial.write', 'session.start', 'session.status', 'session.stop', 'state.get', 'state.get_registers', 'state.observe', 'state.set_registers', 'symbols.clear', 'symbols.list', 'symbols.load', 'symbols.lookup', 'trace.read', 'trace.start', 'trace.stop', 'video.history.read', 'video.history.start', 'video.history.stop', 'video.snapshot', 'video.snapshot.read', 'video.text')
 
     def __init__(self, host=DEFAULT_HOST, port=DEFAULT_PORT, timeout=DEFAULT_TIMEOUT,
                  *, socket_path=None, token=None):
@@ -750,6 +799,7 @@ class Client:
         self.serial = SerialMethods(self)
         self.session = SessionMethods(self)
         self.state = StateMethods(self)
+        self.symbols = SymbolsMethods(self)
         self.trace = TraceMethods(self)
         self.video = VideoMethods(self)
 

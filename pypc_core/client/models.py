@@ -141,7 +141,7 @@ class BreakpointSpec(Model):
     """defs.json $defs/breakpoint_spec."""
 
     kind: str | None = None
-    address: AddressObject | None = None
+    address: AddressObject | SymbolAddress | None = None
     length: int | str | None = None
     condition: BreakpointSpecCondition | None = None
     hit_filter: BreakpointSpecHitFilter | None = None
@@ -150,7 +150,7 @@ class BreakpointSpec(Model):
 
     _pypc_fields = (
         ('kind', 'kind', 'str', False),
-        ('address', 'address', ('model', 'AddressObject'), False),
+        ('address', 'address', ('union', (('model', 'AddressObject'), ('model', 'SymbolAddress'))), False),
         ('length', 'length', ('union', ('int', 'str')), False),
         ('condition', 'condition', ('model', 'BreakpointSpecCondition'), False),
         ('hit_filter', 'hit_filter', ('model', 'BreakpointSpecHitFilter'), False),
@@ -159,6 +159,18 @@ class BreakpointSpec(Model):
     )
 
 MODELS['BreakpointSpec'] = BreakpointSpec
+
+@attrs.define(kw_only=True)
+class SymbolAddress(Model):
+    """pypc extension: a loaded symbol, name or name+N (symbols.load)."""
+
+    symbol: str
+
+    _pypc_fields = (
+        ('symbol', 'symbol', 'str', True),
+    )
+
+MODELS['SymbolAddress'] = SymbolAddress
 
 @attrs.define(kw_only=True)
 class BreakpointSpecCondition(Model):
@@ -431,6 +443,7 @@ class Stop(Model):
     message: str | None = None
     exit_code: int | None = None
     forced: bool | None = None
+    symbol: str | None = None
 
     _pypc_fields = (
         ('kind', 'kind', 'str', True),
@@ -447,6 +460,7 @@ class Stop(Model):
         ('message', 'message', 'str', False),
         ('exit_code', 'exit_code', 'int', False),
         ('forced', 'forced', 'bool', False),
+        ('symbol', 'symbol', 'str', False),
     )
 
 MODELS['Stop'] = Stop
@@ -532,6 +546,7 @@ class TraceEvent(Model):
     registers_before: Registers | None = None
     registers_after: Registers | None = None
     interrupt: TraceEventInterrupt | None = None
+    symbol: str | None = None
 
     _pypc_fields = (
         ('sequence', 'sequence', 'int', True),
@@ -546,6 +561,7 @@ class TraceEvent(Model):
         ('registers_before', 'registers_before', ('model', 'Registers'), False),
         ('registers_after', 'registers_after', ('model', 'Registers'), False),
         ('interrupt', 'interrupt', ('model', 'TraceEventInterrupt'), False),
+        ('symbol', 'symbol', 'str', False),
     )
 
 MODELS['TraceEvent'] = TraceEvent
@@ -1874,6 +1890,124 @@ class StateSetRegistersResult(Model):
     )
 
 MODELS['StateSetRegistersResult'] = StateSetRegistersResult
+
+@attrs.define(kw_only=True)
+class SymbolsClearResult(Model):
+    """Part of the result of symbols.clear."""
+
+    cleared: int
+
+    _pypc_fields = (
+        ('cleared', 'cleared', 'int', True),
+    )
+
+MODELS['SymbolsClearResult'] = SymbolsClearResult
+
+@attrs.define(kw_only=True)
+class SymbolsListResult(Model):
+    """Part of the result of symbols.list."""
+
+    symbols: list[SymbolsListResultSymbol]
+    total: int
+    next_offset: int | None
+    files: list[SymbolsListResultFile]
+
+    _pypc_fields = (
+        ('symbols', 'symbols', ('list', ('model', 'SymbolsListResultSymbol')), True),
+        ('total', 'total', 'int', True),
+        ('next_offset', 'next_offset', ('optional', 'int'), True),
+        ('files', 'files', ('list', ('model', 'SymbolsListResultFile')), True),
+    )
+
+MODELS['SymbolsListResult'] = SymbolsListResult
+
+@attrs.define(kw_only=True)
+class SymbolsListResultSymbol(Model):
+    """Part of the result of symbols.list."""
+
+    name: str
+    address: SegmentedAddress
+    linear: int
+    source: str
+
+    _pypc_fields = (
+        ('name', 'name', 'str', True),
+        ('address', 'address', ('model', 'SegmentedAddress'), True),
+        ('linear', 'linear', 'int', True),
+        ('source', 'source', 'str', True),
+    )
+
+MODELS['SymbolsListResultSymbol'] = SymbolsListResultSymbol
+
+@attrs.define(kw_only=True)
+class SymbolsListResultFile(Model):
+    """Part of the result of symbols.list."""
+
+    path: str
+    format: str
+    base: int
+    symbols: int
+
+    _pypc_fields = (
+        ('path', 'path', 'str', True),
+        ('format', 'format', 'str', True),
+        ('base', 'base', 'int', True),
+        ('symbols', 'symbols', 'int', True),
+    )
+
+MODELS['SymbolsListResultFile'] = SymbolsListResultFile
+
+@attrs.define(kw_only=True)
+class SymbolsLoadResult(Model):
+    """Part of the result of symbols.load."""
+
+    path: str
+    format: str
+    base: int
+    symbols: int
+    total: int
+
+    _pypc_fields = (
+        ('path', 'path', 'str', True),
+        ('format', 'format', 'str', True),
+        ('base', 'base', 'int', True),
+        ('symbols', 'symbols', 'int', True),
+        ('total', 'total', 'int', True),
+    )
+
+MODELS['SymbolsLoadResult'] = SymbolsLoadResult
+
+@attrs.define(kw_only=True)
+class SymbolsLookupResult(Model):
+    """Part of the result of symbols.lookup."""
+
+    results: list[SymbolsLookupResultResult]
+
+    _pypc_fields = (
+        ('results', 'results', ('list', ('model', 'SymbolsLookupResultResult')), True),
+    )
+
+MODELS['SymbolsLookupResult'] = SymbolsLookupResult
+
+@attrs.define(kw_only=True)
+class SymbolsLookupResultResult(Model):
+    """Part of the result of symbols.lookup."""
+
+    address: NormalizedAddressVariant1 | SegmentedAddress
+    linear: int
+    symbol: str | None
+    name: str | None
+    offset: int | None
+
+    _pypc_fields = (
+        ('address', 'address', ('union', (('model', 'NormalizedAddressVariant1'), ('model', 'SegmentedAddress'))), True),
+        ('linear', 'linear', 'int', True),
+        ('symbol', 'symbol', ('optional', 'str'), True),
+        ('name', 'name', ('optional', 'str'), True),
+        ('offset', 'offset', ('optional', 'int'), True),
+    )
+
+MODELS['SymbolsLookupResultResult'] = SymbolsLookupResultResult
 
 @attrs.define(kw_only=True)
 class TraceReadResult(Model):

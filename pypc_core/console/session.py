@@ -14,8 +14,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ..client import (Client, ClientError, InvalidParams, RevisionMismatch, RpcError,
-                      Unsupported, models as M)
+from ..client import (Client, ClientError, InvalidParams, MethodNotFound, RevisionMismatch,
+                      RpcError, Unsupported, models as M)
 from ..cpu import disasm
 
 REG16 = ("ax", "bx", "cx", "dx", "sp", "bp", "si", "di")
@@ -160,7 +160,29 @@ class DebugSession:
             self.cursor = next((k for k, i in enumerate(insns) if seg == cs and i.ip == ip),
                                0)
         self.cursor = min(self.cursor, len(insns) - 1)
-        return [(seg, i.ip, i.bytes.hex().upper(), i.text, seg == cs and i.ip == ip,
+        def linear(s, o):
+            return ((s << 4) + o) & 0xFFFFF
+
+        def target(i):
+            if i.target is not None:
+                return linear(seg, i.target)
+            if i.far_target is not None:
+                return linear(*i.far_target)
+            return None
+        wanted = [linear(seg, i.ip) for i in insns]
+        wanted += [t for t in (target(i) for i in insns) if t is not None]
+        names = self._symbol_names(wanted)
+
+        def text(i):
+            out = i.text
+            t = target(i)
+            if t is not None and t in names:
+                out += f" <{names[t]}>"
+            here = names.get(linear(seg, i.ip))
+            if here is not None and "+" not in here:
+                out = f"{out}  ; {here}"
+            return out
+        return [(seg, i.ip, i.bytes.hex().upper(), text(i), seg == cs and i.ip == ip,
                  (seg, i.ip) in bp_at) for i in insns]
 
     def _trace_tail(self):
@@ -172,11 +194,41 @@ class DebugSession:
                 a = ev.address
                 text = disasm.disassemble(bytes.fromhex(ev.opcode_hex), a.offset,
                                           a.segment).text
-                self.trace_lines.append(f"{a.segment:04X}:{a.offset:04X}  {text}")
+                sym = getattr(ev, "symbol", None)
+                self.trace_lines.append(f"{a.segment:04X}:{a.offset:04X}  {text}"
+                                        + (f"  ; {sym}" if sym else ""))
             if page.next_cursor is None or not page.events:
                 break
             self.trace_cursor = page.next_cursor
         return list(self.trace_lines)
+
+    def _address(self, text, default_segment):
+        """parse_address, or a symbol the server has loaded (``name``,
+        ``name+0x10``: symbols.lookup)."""
+        try:
+            return parse_address(text, default_segment)
+        except CommandError as exc:
+            try:
+                hit = self.client.symbols.lookup(name=text.strip()).results[0]
+            except (Unsupported, MethodNotFound):
+                raise exc from None
+            except ClientError as err:
+                raise CommandError(f"{text!r}: not an address, and {err}") from None
+            a = hit.address
+            return a.segment, a.offset
+
+    def _symbol_names(self, linears):
+        """{linear: name+offset} from the server's symbols (symbols.lookup,
+        256 a call); empty when it has none or no symbols group."""
+        names = {}
+        wanted = sorted(set(linears))
+        try:
+            for k in range(0, len(wanted), 256):
+                out = self.client.symbols.lookup(addresses=wanted[k:k + 256])
+                names.update((r.linear, r.symbol) for r in out.results if r.symbol)
+        except (Unsupported, MethodNotFound, InvalidParams):
+            return {}
+        return names
 
     def cursor_address(self):
         if not self.last_lines:
@@ -340,14 +392,14 @@ class DebugSession:
             return self.step_over()
         if verb == "g":
             if args:
-                return self.run_to(*parse_address(args[0], self._regs_default_seg()))
+                return self.run_to(*self._address(args[0], self._regs_default_seg()))
             return self.go()
         if verb in ("pause", "break"):
             return self.pause()
         if verb == "bp":
             if len(args) != 1:
                 raise CommandError("usage: bp SSSS:OOOO")
-            seg, off = parse_address(args[0], self._regs_default_seg())
+            seg, off = self._address(args[0], self._regs_default_seg())
             b = self.client.breakpoints.create(kind="execution", address=seg_addr(seg, off))
             return f"breakpoint {b.breakpoint_id} at {seg:04X}:{off:04X}"
         if verb == "bc":
@@ -368,14 +420,14 @@ class DebugSession:
             return "; ".join(describe_breakpoint(b) for b in bps) or "no breakpoints"
         if verb == "d":
             if args:
-                self.dump_at = parse_address(args[0], self._regs_default_seg("ds"))
+                self.dump_at = self._address(args[0], self._regs_default_seg("ds"))
             elif self.dump_at is not None:
                 seg, off = self.dump_at
                 self.dump_at = (seg, (off + 16 * DUMP_ROWS) & 0xFFFF)
             return f"dump at {self.dump_at[0]:04X}:{self.dump_at[1]:04X}"
         if verb == "u":
             if args:
-                self.unassemble_at = parse_address(args[0], self._regs_default_seg())
+                self.unassemble_at = self._address(args[0], self._regs_default_seg())
             else:
                 self.unassemble_at = None
             self.cursor = 0
@@ -394,7 +446,7 @@ class DebugSession:
         if verb == "e":
             if len(args) < 2:
                 raise CommandError("usage: e SSSS:OOOO BYTE [BYTE ...] (hex)")
-            seg, off = parse_address(args[0], self._regs_default_seg("ds"))
+            seg, off = self._address(args[0], self._regs_default_seg("ds"))
             values = [parse_value(a, "byte") for a in args[1:]]
             if any(v > 0xFF for v in values):
                 raise CommandError("e takes bytes (00..FF)")
@@ -462,6 +514,8 @@ def describe_breakpoint(b):
 def describe_stop(stop):
     regs = stop.registers
     where = f" at {regs.segments.cs:04X}:{regs.ip:04X}" if regs is not None else ""
+    if getattr(stop, "symbol", None):
+        where += f" ({stop.symbol})"
     extra = f" {stop.breakpoint_id}" if stop.breakpoint_id else ""
     if stop.kind == "fault" and stop.message:
         extra += f" ({stop.message})"

@@ -119,6 +119,11 @@ class Cpu:
         return int(self.ctl[S.C_INSTRUCTIONS]) + int(self.ctl[S.C_HLT_WAITS])
 
     @property
+    def halted(self):
+        """True while the CPU sits in HLT."""
+        return bool(self.ctl[S.C_HALTED])
+
+    @property
     def pc(self):
         return ((int(self.regs[S.CS]) << 4) + int(self.regs[S.IP])) & 0xFFFFF
 

@@ -29,6 +29,7 @@ import numpy as np
 from ..cpu import state as S
 from ..cpu.registers import Registers
 from ..firmware.memio import BDA_TICKS, BDA_TICKS_ROLLOVER, Mem, linear
+from .. import symbols
 from . import rom as dosrom
 from .errors import (
     DosConfigError, DosError, DosStateError, LoadError, ERROR_CLASS,
@@ -574,13 +575,42 @@ class Dos:
             self.mem.write(linear(psp, 0x100), image.load)
             top = 0xFFFE if paras >= 0x1000 else paras * 16 - 2
             self.mem.ww(linear(psp, top), 0)
+            self._program_symbols(full, psp)
             return psp, (psp, 0x100, psp, top)
         start = psp + 0x10
         self.mem.write(linear(start, 0), image.load)
         for seg, off in image.relocations:
             addr = linear(start + seg, off)
             self.mem.ww(addr, (self.mem.rw(addr) + start) & 0xFFFF)
+        self._program_symbols(full, start)
         return psp, ((start + image.cs) & 0xFFFF, image.ip, (start + image.ss) & 0xFFFF, image.sp)
+
+    def _program_symbols(self, full, load_segment):
+        """A program was loaded at ``load_segment`` (the PSP for a .COM,
+        PSP+10h for an .EXE): relocate the ``--symbols`` maps that wait for
+        it, and load ``NAME.MAP`` from beside it when there is one
+        (pypc_core.symbols; a map that does not parse is a warning note,
+        the program runs on).  Host-side only: the guest sees nothing."""
+        self.program_load_segment = load_segment      # symbols.load's default base
+        table = getattr(self.machine, "symbols", None)
+        if table is None:
+            return
+        table.program_loaded(load_segment)
+        map_path = full.rsplit(".", 1)[0] + ".MAP"
+        try:
+            map_path, data = self.read_program(map_path)
+        except (DosError, LoadError, OSError):
+            return                      # no map beside the program
+        try:
+            mapfile = symbols.parse_map(symbols.decode_map(bytes(data), map_path), map_path)
+        except symbols.SymbolError as exc:
+            self.machine.note("warning", f"symbols not loaded: {exc}", source="dos")
+            return
+        if table.holds(mapfile, load_segment):
+            return                      # given with --symbols too: loaded once
+        table.add(mapfile, load_segment, key="dos:" + map_path.upper())
+        self.machine.note("info", f"{len(mapfile.symbols)} symbols from {map_path} at "
+                                  f"{load_segment:04X}h", source="dos")
 
     def inherit_jft(self, parent):
         addr, size = self.jft(parent)

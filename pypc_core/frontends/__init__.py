@@ -2,6 +2,8 @@
 
 * :mod:`.telnet` -- the text screen for a telnet client (``--telnet-port``)
 * :mod:`.vnc`    -- the picture for a VNC viewer, RFB 3.8 (``--vnc-port``)
+* :mod:`.web`    -- the browser view: the picture, keys and debugger panes
+  (``--web [PORT]``, off unless asked for, in every kind of run)
 * :mod:`.audio`  -- the speaker to a WAV file (``--audio``) and the host
 * :mod:`.display` -- the snapshots the machine thread publishes for them
 
@@ -15,6 +17,8 @@ on 127.0.0.1).  A job (``--headless`` without ``--serve``, a PROGRAM,
 printed on stderr); ``--no-telnet``, ``--no-vnc`` and ``--no-viewers`` leave
 them out.  With the RPC server on they are view-only; under ``--no-rpc``
 their keys reach the guest.  The telnet, VNC and RPC ports must all differ.
+``--web [PORT]`` adds the browser view (default port 8088) under the same
+rules, its port different from the others too.
 
 The launcher calls :func:`check_args` before it builds the machine and
 :func:`start` once it is built; the returned :class:`Frontends` is served
@@ -34,6 +38,7 @@ DEFAULT_TELNET_PORT = 2300
 DEFAULT_VNC_PORT = 5902
 DEFAULT_RPC_PORT = 2301
 DEFAULT_LISTEN = "127.0.0.1"
+DEFAULT_WEB_PORT = 8088             # (pypc_core.frontends.web.DEFAULT_WEB_PORT)
 
 
 def add_arguments(parser):
@@ -55,12 +60,17 @@ def add_arguments(parser):
                         "with the password on FILE's first line (at most 8 characters; "
                         "FILE readable by its owner only); telnet has no password: use "
                         "--no-telnet beside it")
+    g.add_argument("--web", type=tcp_port, nargs="?", const=DEFAULT_WEB_PORT, metavar="PORT",
+                   help="serve the browser view (the screen, keys, read-only debugger "
+                        f"panes) on http://127.0.0.1:PORT/ (default {DEFAULT_WEB_PORT}; off "
+                        "unless given, in any run; 0: any free port, printed on stderr); "
+                        "view-only unless --no-rpc")
     g.add_argument("--no-telnet", action="store_true", help="no telnet viewer")
     g.add_argument("--no-vnc", action="store_true", help="no VNC viewer")
     g.add_argument("--no-viewers", action="store_true",
                    help="neither viewer (--no-telnet --no-vnc)")
     g.add_argument("--listen", metavar="ADDR",
-                   help=f"address the viewers and --gdb listen on (default {DEFAULT_LISTEN}: "
+                   help=f"address the viewers, --web and --gdb listen on (default {DEFAULT_LISTEN}: "
                         "this host only)")
     g.add_argument("--audio", metavar="WAV",
                    help="write the PC speaker to WAV (44,100 Hz mono 16-bit, "
@@ -115,30 +125,37 @@ def check_args(args):
                 raise PypcError(f"--{option.replace('_', '-')} and --{name.replace('_', '-')} "
                                 "contradict each other")
     telnet, vnc = viewer_ports(args)
+    web = getattr(args, "web", None)
     ports = []
     if telnet:                                          # (0: a free port, never a clash)
         ports.append(("--telnet-port", telnet))
     if vnc:
         ports.append(("--vnc-port", vnc))
+    if web:
+        ports.append(("--web", web))
     rpc = rpc_port(args)
     if ports and rpc:
         ports.append(("--rpc-port", rpc))
+    gdb = getattr(args, "gdb", None)
+    if web and gdb:
+        ports.append(("--gdb", gdb))
     for i, (name_a, a) in enumerate(ports):
         for name_b, b in ports[i + 1:]:
             if a == b:
-                raise PypcError(f"{name_a} and {name_b} are both {a}; the telnet, VNC and "
-                                f"RPC ports must differ")
+                what = ("the telnet, VNC, web, RPC and gdb ports" if web else
+                        "the telnet, VNC and RPC ports")
+                raise PypcError(f"{name_a} and {name_b} are both {a}; {what} must differ")
     listen = getattr(args, "listen", None)
     check_listen_address(listen)
     if listen is not None:
-        if telnet is None and vnc is None and getattr(args, "gdb", None) is None:
+        if telnet is None and vnc is None and web is None and getattr(args, "gdb", None) is None:
             if getattr(args, "no_viewers", False) or (getattr(args, "no_telnet", False)
                                                       and getattr(args, "no_vnc", False)):
                 raise PypcError("--listen is the viewers' address, and --no-viewers (or "
-                                "--no-telnet --no-vnc) leaves none")
+                                "--no-telnet --no-vnc) leaves none (--web would be one)")
             raise PypcError("--listen is the viewers' address, and this run serves none: "
                             "a job (--headless, a PROGRAM) serves a viewer only when "
-                            "--telnet-port or --vnc-port names its port")
+                            "--telnet-port, --vnc-port or --web names its port")
     args.vnc_password = None
     password_file = getattr(args, "vnc_password_file", None)
     if password_file is not None:
@@ -174,12 +191,14 @@ class Frontends:
     """The running viewers and speaker sinks of one machine."""
 
     def __init__(self, machine, telnet_port=None, vnc_port=None, listen=DEFAULT_LISTEN,
-                 keyboard=False, audio_path=None, live_sound=False, vnc_password=None):
+                 keyboard=False, audio_path=None, live_sound=False, vnc_password=None,
+                 web_port=None):
         from .display import Display
         self.machine = machine
         self.display = Display(machine, keyboard=keyboard)
         self.telnet = None
         self.vnc = None
+        self.web = None
         self.speaker = None
         self._hooked = False
         try:
@@ -191,6 +210,9 @@ class Frontends:
                 from .telnet import TelnetServer
                 self.telnet = TelnetServer(self.display, listen, telnet_port,
                                            vnc_port=self.vnc.port if self.vnc else None).start()
+            if web_port is not None:
+                from .web import WebServer
+                self.web = WebServer(self.display, listen, web_port).start()
             sinks = []
             if audio_path:
                 from .audio import WavSink
@@ -203,7 +225,7 @@ class Frontends:
             if sinks:
                 from .audio import Speaker
                 self.speaker = Speaker(machine, sinks)
-            if self.telnet or self.vnc:
+            if self.telnet or self.vnc or self.web:
                 machine.run_hooks.append(self.display.service)
                 self._hooked = True
         except BaseException:
@@ -242,7 +264,7 @@ class Frontends:
                 pass
             self._hooked = False
         self.display.close()
-        for server in (self.telnet, self.vnc):
+        for server in (self.telnet, self.vnc, self.web):
             if server is not None:
                 server.close()
         if self.speaker is not None:
@@ -254,18 +276,22 @@ def start(machine, args, stream=None):
     """Start what ``args`` asks for (None when nothing is asked).  A viewer
     on port 0 says on ``stream`` (stderr) which port it got."""
     telnet, vnc = viewer_ports(args)
+    web = getattr(args, "web", None)
     audio = getattr(args, "audio", None)
     live = not getattr(args, "headless", True) and not getattr(args, "no_sound", False)
-    if telnet is None and vnc is None and not audio and not live:
+    if telnet is None and vnc is None and web is None and not audio and not live:
         return None
     listen = getattr(args, "listen", None) or DEFAULT_LISTEN
     viewers = Frontends(machine, telnet_port=telnet, vnc_port=vnc, listen=listen,
                         keyboard=not rpc_enabled(args), audio_path=audio, live_sound=live,
-                        vnc_password=getattr(args, "vnc_password", None))
+                        vnc_password=getattr(args, "vnc_password", None), web_port=web)
     stream = stream or sys.stderr
     for name, asked, server in (("telnet", telnet, viewers.telnet),
                                 ("VNC", vnc, viewers.vnc)):
         if asked == 0:
             stream.write(f"pypc: {name} viewer on {listen}:{server.port}\n")
             stream.flush()
+    if web == 0:
+        stream.write(f"pypc: web view on {viewers.web.url}\n")
+        stream.flush()
     return viewers

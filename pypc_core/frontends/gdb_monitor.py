@@ -11,7 +11,8 @@ from ..cpu import state as S
 MAX_DUMP = 4096
 MAX_DISASM = 64
 
-HELP = """pypc monitor commands (addresses SEG:OFF in hex, or a linear hex number):
+HELP = """pypc monitor commands (addresses SEG:OFF in hex, a linear hex number, or a loaded
+symbol: NAME or NAME+N, which wins over a hex number spelt the same):
   monitor help                   this list
   monitor regs                   the 8088 registers, CS:IP and SS:SP segmented
   monitor linear SEG:OFF         the linear address of SEG:OFF
@@ -22,7 +23,10 @@ HELP = """pypc monitor commands (addresses SEG:OFF in hex, or a linear hex numbe
   monitor breakpoints            every breakpoint (gdb's, JSON-RPC's, monitor's)
   monitor delete bp-N            delete a breakpoint by its JSON-RPC id
   monitor screen                 the text screen
+  monitor sym NAME|ADDR          a symbol's address, or an address's NAME+offset
+  monitor syms [PREFIX]          the loaded symbols (--symbols, symbols.load, PROG.MAP)
 """
+MAX_SYMS = 200
 
 
 class MonitorError(Exception):
@@ -53,6 +57,25 @@ def parse_where(text):
         off = _hexnum(b, "offset", 0xFFFF)
         return ((seg << 4) + off) & 0xFFFFF, seg, off
     return _hexnum(text, "address", 0xFFFFF), None, None
+
+
+def _where(m, text):
+    """parse_where, or a loaded symbol (NAME, NAME+N) -> (linear, seg, off)."""
+    table = getattr(m, "symbols", None)
+    if table:
+        try:
+            seg, off = table.resolve(text)
+        except ValueError:
+            pass
+        else:
+            return ((seg << 4) + off) & 0xFFFFF, seg, off
+    try:
+        return parse_where(text)
+    except MonitorError:
+        if table:
+            raise MonitorError(f"{text!r} is neither SEG:OFF, a hex number nor a loaded "
+                               f"symbol") from None
+        raise
 
 
 def _regs_text(regs):
@@ -92,7 +115,6 @@ def run(target, ctl, text):
 
 
 def _command(target, ctl, cmd, args):
-    from pypc_rpc_methods import breakpoints as B
     m = ctl.machine
     regs = ctl.cpu.regs
 
@@ -107,11 +129,11 @@ def _command(target, ctl, cmd, args):
         return _regs_text(regs)
     if cmd == "linear":
         want(1, 1, "linear SEG:OFF")
-        linear, _, _ = parse_where(args[0])
+        linear, _, _ = _where(m, args[0])
         return f"{linear:05X}\n"
     if cmd == "x":
         want(1, 2, "x SEG:OFF [COUNT]")
-        linear, seg, off = parse_where(args[0])
+        linear, seg, off = _where(m, args[0])
         count = _hexnum(args[1], "count", MAX_DUMP) if len(args) > 1 else 0x40
         lines = []
         for row in range(0, count, 16):
@@ -133,8 +155,10 @@ def _command(target, ctl, cmd, args):
         cs, ip = int(regs[S.CS]), int(regs[S.IP])
         count = 8
         rest = list(args)
-        if rest and ":" in rest[0]:
-            _, cs, ip = parse_where(rest.pop(0))
+        if rest and not rest[0].isdigit():
+            _, cs, ip = _where(m, rest.pop(0))
+            if cs is None:
+                raise MonitorError("give SEG:OFF or a symbol (a linear address has no CS)")
         if rest:
             try:
                 count = int(rest.pop(0), 10)
@@ -146,14 +170,18 @@ def _command(target, ctl, cmd, args):
             raise MonitorError("usage: monitor disasm [SEG:OFF] [N]")
         out = []
         for ins in m.disassemble(cs, ip, count):
-            out.append(f"{cs:04X}:{ins.ip:04X}  {ins.bytes.hex():<14} {ins.text}")
+            name = getattr(ins, "symbol", None)
+            if name is not None and "+" not in name:
+                out.append(f"{name}:")
+            text = getattr(ins, "symbolic_text", ins.text)
+            out.append(f"{cs:04X}:{ins.ip:04X}  {ins.bytes.hex():<14} {text}")
         return "\n".join(out) + "\n"
     if cmd == "break":
         want(1, 1, "break SEG:OFF")
-        _, seg, off = parse_where(args[0])
+        _, seg, off = _where(m, args[0])
         if seg is None:
             raise MonitorError("give SEG:OFF (gdb's own 'break *ADDR' takes a linear one)")
-        desc = _create(B, ctl, {"kind": "execution", "address": {
+        desc = _create(ctl, {"kind": "execution", "address": {
             "space": "segmented", "segment": seg, "offset": off}})
         return f"{desc['breakpoint_id']}: execution breakpoint at {seg:04X}:{off:04X}\n"
     if cmd == "int":
@@ -161,12 +189,12 @@ def _command(target, ctl, cmd, args):
         event = {"type": "software_interrupt", "number": _hexnum(args[0], "N", 0xFF)}
         if len(args) > 1:
             event["ah"] = _hexnum(args[1], "AH", 0xFF)
-        desc = _create(B, ctl, {"kind": "interrupt", "event": event})
+        desc = _create(ctl, {"kind": "interrupt", "event": event})
         ah = f" with AH={event['ah']:02X}h" if "ah" in event else ""
         return f"{desc['breakpoint_id']}: breakpoint before INT {event['number']:02X}h{ah}\n"
     if cmd == "breakpoints":
         want(0, 0, "breakpoints")
-        listed = B.list_(ctl, {})["breakpoints"]
+        listed = ctl.call("breakpoints.list")["breakpoints"]
         if not listed:
             return "no breakpoints\n"
         mine = set(target.gdb_bps.values())
@@ -175,7 +203,7 @@ def _command(target, ctl, cmd, args):
     if cmd == "delete":
         want(1, 1, "delete bp-N")
         try:
-            B.delete(ctl, {"breakpoint_id": args[0]})
+            ctl.call("breakpoints.delete", {"breakpoint_id": args[0]})
         except Exception as exc:
             raise MonitorError(str(exc)) from None
         return f"deleted {args[0]}\n"
@@ -185,11 +213,38 @@ def _command(target, ctl, cmd, args):
         if not rows:
             return "no text screen (this machine has no video card)\n"
         return "\n".join(r.rstrip() for r in rows).rstrip("\n") + "\n"
+    if cmd == "sym":
+        want(1, 1, "sym NAME|SEG:OFF|LINEAR")
+        table = m.symbols
+        if not table:
+            raise MonitorError("no symbols are loaded (--symbols FILE, symbols.load)")
+        try:
+            seg, off = table.resolve(args[0])
+        except ValueError:
+            linear, seg, off = _where(m, args[0])
+            name = table.describe(linear)
+            where = f"{seg:04X}:{off:04X}" if seg is not None else f"{linear:05X}"
+            return f"{where} (linear {linear:05X}) is {name or 'not near any symbol'}\n"
+        linear = ((seg << 4) + off) & 0xFFFFF
+        return f"{args[0]} = {seg:04X}:{off:04X} (linear {linear:05X})\n"
+    if cmd == "syms":
+        want(0, 1, "syms [PREFIX]")
+        table = m.symbols
+        rows = table.symbols()
+        if args:
+            rows = [s for s in rows if s.name.lower().startswith(args[0].lower())]
+        if not rows:
+            return "no symbols\n" if not args else f"no symbols starting {args[0]!r}\n"
+        out = [f"{s.segment:04X}:{s.offset:04X}  {s.linear:05X}  {s.name}"
+               for s in rows[:MAX_SYMS]]
+        if len(rows) > MAX_SYMS:
+            out.append(f"... {len(rows) - MAX_SYMS} more (monitor syms PREFIX narrows)")
+        return "\n".join(out) + "\n"
     raise MonitorError("unknown command (monitor help lists them)")
 
 
-def _create(B, ctl, spec):
+def _create(ctl, spec):
     try:
-        return B.create(ctl, spec)
+        return ctl.call("breakpoints.create", spec)
     except Exception as exc:
         raise MonitorError(str(exc)) from None

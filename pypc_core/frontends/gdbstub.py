@@ -55,7 +55,7 @@ import threading
 import time
 
 from ..cpu import state as S
-from .listener import check_listen_address, close_listener, listen_socket
+from ..listening import check_listen_address, close_listener, listen_socket
 
 DEFAULT_PORT = 1234
 PACKET_SIZE = 0x20100           # qSupported PacketSize: a 64 KiB m reply fits
@@ -361,7 +361,6 @@ class Target:
              4: "memory_access"}
 
     def insert(self, ctl, ztype, addr, length):
-        from pypc_rpc_methods import breakpoints as B
         kind = self.KINDS.get(ztype)
         if kind is None:
             raise GdbError(E_BAD, f"Z{ztype} is not a breakpoint type")
@@ -376,7 +375,7 @@ class Target:
                 raise GdbError(E_RANGE, f"watch range {addr:#x}+{length:#x} is outside 1 MiB")
             spec["length"] = length
         try:
-            desc = B.create(ctl, spec)
+            desc = ctl.call("breakpoints.create", spec)
         except Exception as exc:
             raise GdbError(E_REFUSED, str(exc)) from None
         self.gdb_bps[key] = desc["breakpoint_id"]
@@ -386,21 +385,19 @@ class Target:
         return any(m.rpc_id == rpc_id for m in ctl.bp_meta.values())
 
     def remove(self, ctl, ztype, addr, length):
-        from pypc_rpc_methods import breakpoints as B
         if ztype not in self.KINDS:
             raise GdbError(E_BAD, f"z{ztype} is not a breakpoint type")
         rpc_id = self.gdb_bps.pop((ztype, addr, length if ztype >= 2 else 1), None)
         if rpc_id is not None and self._live(ctl, rpc_id):
-            B.delete(ctl, {"breakpoint_id": rpc_id})
+            ctl.call("breakpoints.delete", {"breakpoint_id": rpc_id})
         # (one gdb set that is gone already -- deleted over JSON-RPC, or never
         # set: removing it is done)
 
     def forget_all(self, ctl):
         """Remove every breakpoint gdb set (detach, a vanished client)."""
-        from pypc_rpc_methods import breakpoints as B
         for rpc_id in list(self.gdb_bps.values()):
             if self._live(ctl, rpc_id):
-                B.delete(ctl, {"breakpoint_id": rpc_id})
+                ctl.call("breakpoints.delete", {"breakpoint_id": rpc_id})
         self.gdb_bps.clear()
 
     # -- execution ---------------------------------------------------------------
@@ -944,8 +941,10 @@ class RoutedController:
     def __init__(self, machine):
         from ..rpc.controller import Controller
         from ..rpc.launch import routed_runner
+        from ..rpc.server import collect_methods
         self.machine = machine
         self.controller = Controller(machine)
+        self.controller.methods = collect_methods(machine.plugin_manager)
         machine.route_runs(routed_runner(self.controller))
 
     def close(self):

@@ -1,53 +1,14 @@
-"""What the telnet and VNC servers share: a listening socket on the chosen
-address (the JSON-RPC server binds its port with the same function) and an
-accept loop that gives each client its own session thread and counts the
-viewers the display publishes frames for."""
+"""What the telnet and VNC servers share: an accept loop on a listening
+socket (:mod:`pypc_core.listening`, which the JSON-RPC server and the gdb
+stub bind theirs with too) that gives each client its own session thread and
+counts the viewers the display publishes frames for."""
 
-import ipaddress
 import socket
 import threading
 
-from ..errors import PypcError
+from ..listening import check_listen_address, close_listener, listen_socket
 
-
-def check_listen_address(listen):
-    """``--listen``'s value must be an IP address (a one-line error if not)."""
-    if listen is None:
-        return
-    try:
-        ipaddress.ip_address(listen)
-    except ValueError:
-        raise PypcError(f"--listen {listen!r} is not an IP address "
-                        f"(e.g. 127.0.0.1, 0.0.0.0 or ::1)") from None
-
-
-def listen_socket(host, port, option, backlog=8, error=PypcError):
-    """A listening TCP socket for one of pypc's servers (the viewers, the
-    JSON-RPC port), or a one-line ``error`` naming ``option`` and the switch
-    that turns the server off (``--telnet-port`` -> ``--no-telnet``)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-        sock.listen(backlog)
-    except OSError as exc:
-        sock.close()
-        off = "--no-" + option[2:].replace("-port", "")   # --no-telnet, --no-vnc, --no-rpc
-        raise error(f"{option} {port}: cannot listen on {host}:{port} "
-                    f"({exc.strerror or exc}); another pypc may be using it: "
-                    f"pick another {option} or use {off}") from None
-    return sock
-
-
-def close_listener(sock):
-    if sock is None:
-        return
-    try:
-        sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    sock.close()
+__all__ = ["ViewerServer", "check_listen_address", "close_listener", "listen_socket"]
 
 
 class ViewerServer:

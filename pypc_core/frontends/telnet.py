@@ -484,7 +484,7 @@ class TelnetSession:
         """Keyboard text -> scan codes for the machine (dropped by the
         display unless --no-rpc).  An escape sequence cut by a packet
         boundary is kept for the next packet."""
-        from ..launcher import keys_from_terminal
+        from ..terminal_keys import keys_from_terminal
         text = self._kbd_tail + text
         self._kbd_tail = ""
         cut = _PARTIAL_ESCAPE.search(text)

@@ -7,6 +7,8 @@
 * :mod:`.schemas`    -- ``schemas/<method>.json``, validation, OpenRPC
 * :mod:`.errors`     -- error codes and ``error.data.reason``
 * :mod:`.params`     -- numbers and address objects
+* :mod:`.parts`      -- what a method group keeps on the controller, and its
+  lifecycle events
 
 The methods themselves are plugins (``rpc_methods/``, entry-point group
 ``pypc.rpc_methods``).  Typical use::
@@ -15,8 +17,8 @@ The methods themselves are plugins (``rpc_methods/``, entry-point group
     controller.serve_forever()
 """
 
-from .controller import Controller
+from .controller import Controller, needs_live_target
 from .errors import RpcError
 from .server import DEFAULT_PORT, RpcServer, RpcServerError, start
 
-__all__ = ["Controller", "RpcError", "RpcServer", "RpcServerError", "DEFAULT_PORT", "start"]
+__all__ = ["Controller", "needs_live_target", "RpcError", "RpcServer", "RpcServerError", "DEFAULT_PORT", "start"]

@@ -30,19 +30,26 @@ import traceback
 
 from ..cpu import state as S
 from ..scheduler import CPU_HZ
-from .errors import INTERNAL_ERROR, RpcError, invalid, not_found, not_paused
+from . import params as P
+from .errors import (INTERNAL_ERROR, RpcError, invalid, not_found, not_paused,
+                     revision_mismatch)
 from .fairqueue import FairQueue
+from .parts import MACHINE_REPLACED, Parts
 from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
                     resumes_breakpoint_stop)
 
 MAX_OPERATIONS = 256
 MAX_REQUEST_IDS = 1024          # completed request_id results kept (the contract's 5.3)
 STEP_OVER_MAX_CYCLES = 60 * CPU_HZ      # a step over a call that never returns
-# what a session whose program has exited refuses (reason TARGET_EXITED)
-NEEDS_LIVE_TARGET = ("execution.continue", "execution.go", "execution.step",
-                     "execution.run_until", "state.", "memory.", "io.", "input.keyboard",
-                     "keyboard.", "input.joystick", "breakpoints.create", "trace.start",
-                     "hardware.trace.start", "dos.memory_map")
+
+
+def needs_live_target(fn):
+    """Mark an RPC method that a session whose program has exited refuses
+    (reason TARGET_EXITED): it reads or changes the program's machine.  A
+    method group marks its own methods; the controller reads the mark."""
+    fn.needs_live_target = True
+    return fn
+
 #: set (not "0"), the dispatcher checks every result against its method's
 #: schema before replying (PYPC_DEBUG=1 turns it on too); a result that does
 #: not match is an INTERNAL_ERROR naming the method and its plugin
@@ -128,18 +135,16 @@ class Controller:
         self.next_op = 1
         self.parked = []                # [(Request, Park)]
         self.pressed = set()            # host-enqueued make codes still held
-        self.extensions = {}            # per-group state (traces, snapshots, ...)
+        self.parts = Parts()            # what the method groups keep (rpc.parts)
         self.bp_meta = {}               # machine breakpoint id -> stops.BreakpointMeta
         self.at_slice_boundary = False  # the last run ended on its budget, not a stop
-        self.slice_hooks = []           # fn(ctl) after every slice/step (traces, history)
-        self.limit_hooks = []           # fn(ctl, cycles) -> cycles: cap a slice
-        self.before_hooks = []          # fn(ctl) before every slice/step (traces)
         self.adopt_hooks = []           # fn(machine) when adopt() replaces the machine
         self.slice = PACED_SLICE
         self.requests_served = 0
         self.stopped = threading.Event()
         self.machine_run_until_cycle = machine.run_loop_until   # the machine's own
         self.schemas = None             # set by the server (rpc.discover)
+        self.methods = {}               # {name: fn}: the server's (or a stub's own)
         self.method_names = []
         self.session = None             # the program session.start started (rpc_methods.session)
         self.request_ids = collections.OrderedDict()   # request_id -> (payload, result)
@@ -170,6 +175,30 @@ class Controller:
             "in_hlt": bool(self.cpu.ctl[S.C_HALTED]),
             "state_revision": self.revision,
         }
+
+    def call(self, method, params=None):
+        """Run the registered RPC method ``method`` here, on the machine
+        thread, as a request would run it (its params checked against its
+        schema when the server loaded them): for a front end that must act
+        as a JSON-RPC client does -- the gdb stub's breakpoints are the
+        RPC's, listed by ``breakpoints.list``.  Raises RpcError."""
+        params = {} if params is None else params
+        fn = self.methods.get(method)
+        if fn is None:
+            raise invalid(f"no method {method!r} on this server", "METHOD_NOT_FOUND")
+        if self.schemas is not None:
+            errors = self.schemas.param_errors(method, params)
+            if errors:
+                raise invalid(f"{method}: {errors[0]}")
+        return fn(self, params)
+
+    def check_revision(self, params):
+        """The guard of a state change: ``params["expected_state_revision"]``
+        must be the revision now (REVISION_MISMATCH otherwise)."""
+        expected = P.number(params["expected_state_revision"], "expected_state_revision",
+                            0, (1 << 63) - 1)
+        if expected != self.revision:
+            raise revision_mismatch(expected, self.revision)
 
     def require_paused(self, method):
         if self.running:
@@ -257,11 +286,19 @@ class Controller:
         self.at_slice_boundary = False
         for hook in self.adopt_hooks:   # (the viewers show the new machine)
             hook(machine)
+        # the method groups' journals of the old machine go, the rest adjust
+        self.parts.event(MACHINE_REPLACED, self)
 
     def make_stop(self, kind, **fields):
         stop = {"kind": kind}
         stop.update(fields)
         stop["registers"] = self.registers()
+        symbols = getattr(self.machine, "symbols", None)
+        if symbols:
+            # pypc extension: name+offset of CS:IP from the loaded symbols
+            name = self.machine.symbol_at()
+            if name is not None:
+                stop["symbol"] = name
         return stop
 
     # ------------------------------------------------------------------
@@ -288,7 +325,7 @@ class Controller:
                     self._reply(req, seen[1])      # a retry: the first result, not run again
                 return
         session = self.session
-        if session is not None and session.exited and req.method.startswith(NEEDS_LIVE_TARGET):
+        if session is not None and session.exited and getattr(req.fn, "needs_live_target", False):
             self._reply_error(req, invalid(
                 f"{req.method}: the program of session {session.id} has exited (exit code "
                 f"{session.exit_code}); session.start runs another", "TARGET_EXITED",
@@ -419,7 +456,7 @@ class Controller:
     def _step(self):
         op = self.pending_step
         self.pending_step = None
-        for hook in self.before_hooks:
+        for hook in self.parts.before_run:
             hook(self)
         before = self.cpu.ticks
         m = self.machine
@@ -449,7 +486,7 @@ class Controller:
         self.last_stop = result
         self.at_slice_boundary = False
         op.stop = result
-        for hook in self.slice_hooks:
+        for hook in self.parts.after_slice:
             hook(self)
 
     def _run_slice(self, target):
@@ -465,15 +502,16 @@ class Controller:
         op = self.active
         if op is not None and op.deadline is not None:
             n = max(1, min(n, op.deadline - now))
-        for hook in self.limit_hooks:
+        parts = self.parts
+        for hook in parts.limits:
             n = max(1, min(n, hook(self, n)))
-        for hook in self.before_hooks:
+        for hook in parts.before_run:
             hook(self)
         t0 = time.perf_counter()
         stop = self.machine_run_until_cycle(now + n)
         elapsed = time.perf_counter() - t0
         result = contract_stop(self, stop)
-        for hook in self.slice_hooks:
+        for hook in parts.after_slice:
             hook(self)
         if result is not None:
             self.stop_now(result)

@@ -128,3 +128,11 @@ def _json_type(value):
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
+
+
+def resolve_block(value, length, name="address"):
+    """The linear start of ``length`` bytes at address object ``value``,
+    checked to lie inside the 1 MiB space."""
+    start, _ = address(value, name)
+    block(start, length, name)
+    return start

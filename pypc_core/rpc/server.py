@@ -438,6 +438,7 @@ class RpcServer:
         self.methods["auth"] = auth_method
         self.schemas = build_schema_set(self.methods, schema_folder)
         controller.schemas = self.schemas
+        controller.methods = self.methods
         controller.method_names = list(self.methods)
         self.requested_port = port
         self.socket_path = None if socket_path is None else os.path.abspath(socket_path)
@@ -462,7 +463,7 @@ class RpcServer:
         if self.socket_path:
             self.listener = self._listen_unix(self.socket_path)
         else:
-            from ..frontends.listener import listen_socket
+            from ..listening import listen_socket
             self.listener = listen_socket(HOST, self.requested_port, "--rpc-port",
                                           backlog=16, error=RpcServerError)
         self.controller.endpoint = self.endpoint

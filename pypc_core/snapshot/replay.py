@@ -297,8 +297,7 @@ class Replayer(_InputHooks):
         self.dropped = 0
         self.divergence = None
         self.attach()
-        machine.scheduler.timed.insert(0, self)
-        machine.scheduler.invalidate()
+        machine.scheduler.add(self, first=True)
 
     # -- a timed device ------------------------------------------------------------
     def next_event(self):
@@ -354,11 +353,7 @@ class Replayer(_InputHooks):
         "clock", "end_clock", "divergence", "dropped_live_inputs"}``."""
         m = self.machine
         self.detach()
-        try:
-            m.scheduler.timed.remove(self)
-        except ValueError:
-            pass
-        m.scheduler.invalidate()
+        m.scheduler.remove(self)
         digest = state_sha256(m)
         expected = self.recording["end"]["state_sha256"]
         return {"identical": digest == expected and m.clock() == self.end

@@ -23,6 +23,7 @@ PROGRAMS = {
     "mcbkill": "mcbkill.com",
     "hold": "hold.com",
     "square": "square.com",
+    "symtest": "symtest.exe",
 }
 
 
