@@ -220,6 +220,7 @@ def test_fan_out_from_a_snapshot(hold_snapshot, capsys):
     ('{"id": "a", "program": "SQUARE.COM", "timeout": -1}', "line 2", "timeout"),
     ('{"program": "SQUARE.COM", "flopy": "x.img"}', "line 2", "flopy"),
     ('{"program": "SQUARE.COM", "rpc_port": 2301}', "line 2", "rpc_port"),
+    ('{"program": "SQUARE.COM", "web": true}', "line 2", "web"),
     ('{"program": "MISSING.COM"}', "line 2", "program"),
     ('{"floppy": "missing.img"}', "line 2", "floppy"),
     ('{"program": "SQUARE.COM", "collect": {"screen": 1}}', "line 2", "collect.screen"),

@@ -37,6 +37,7 @@ FORBIDDEN = {
     "vnc_password_file": "goes with a listener; a batch job has none",
     "listen": "goes with a listener; a batch job has none",
     "gdb": "opens a listener; a batch job has none",
+    "web": "opens a listener; a batch job has none",
     "screenshot": "is collected by the batch: use \"collect\": {\"screenshot\": true}",
     "snapshot_disk_root": "is chosen by the batch (each job gets its own)",
     "bare": "runs are not batch jobs (yet): use pypc run --bare",
@@ -154,10 +155,10 @@ def _argv(job, actions, base_dir, where):
                 if not isinstance(item, (str, int, float)) or isinstance(item, bool):
                     raise JobError(where, field, f"{json.dumps(item)} is not a value")
                 item = str(item)
-                if field == "option_rom":
+                if field in ("option_rom", "symbols"):        # FILE@SEGMENT, FILE[@SEG]
                     path, at, seg = item.rpartition("@")
-                    if at and path:
-                        item = f"{_absolute(path, base_dir)}@{seg}"
+                    item = (f"{_absolute(path, base_dir)}@{seg}" if at and path
+                            else _absolute(item, base_dir))
                 argv.append(f"{flag}={item}")
             continue
         if action.nargs == "?" and isinstance(value, bool):
