@@ -136,6 +136,10 @@ def test_loop_forever_bad_job_and_killed_worker_give_their_reasons(tools):
         thread.start()
         results = {r["id"]: r for r in b.submit(jobs, base_dir=tools)}
         thread.join(5)
+        # the killed workers' jobs left their folders: gone with them
+        assert sorted(os.listdir(b.backend.root)) == sorted(
+            os.path.basename(w.folder) for w in b.backend.workers)
+    assert not os.path.exists(b.backend.root)
     assert killed
     assert len(results) == len(jobs)
     assert results["forever"]["reason"] == "wall_timeout"

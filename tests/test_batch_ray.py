@@ -56,6 +56,10 @@ def test_fan_out_through_the_object_store(ray_runtime, hold_snapshot, tmp_path):
     assert got == expected
     assert all(r["reason"] == "exit" and r["exit_code"] == 0 for r in got)
     assert not os.path.exists(snapshot + ".disks")
+    # the actors' copy of the bundle is gone with them
+    import glob
+    import tempfile
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), "pypc-batch-snapshot-*"))
 
 
 def test_a_killed_actor_is_worker_crashed(ray_runtime, tools):
@@ -67,6 +71,9 @@ def test_a_killed_actor_is_worker_crashed(ray_runtime, tools):
         for r in b.submit(jobs, base_dir=tools,
                           on_start=lambda spec: spec["id"] == "victim" and _kill_soon(b)):
             results[r["id"]] = r
+    import tempfile
+    assert not os.path.exists(os.path.join(tempfile.gettempdir(),
+                                           f"pypc-batch-{b.backend.batch_id}"))
     assert results["victim"]["reason"] == "worker_crashed"
     for n in range(4):
         assert results[f"ok{n}"]["reason"] == "exit"

@@ -12,6 +12,8 @@ the batch goes on.
 
 import multiprocessing
 import os
+import shutil
+import tempfile
 import time
 from collections import deque
 from multiprocessing.connection import wait
@@ -19,7 +21,7 @@ from multiprocessing.connection import wait
 from .results import lost_result
 
 
-def _worker_main(conn):
+def _worker_main(conn, work_root):
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # Ctrl-C is the driver's: it ends us
     from .worker import run_timed, warm_up
@@ -36,13 +38,14 @@ def _worker_main(conn):
         if msg is None:
             return
         spec, snapshot_path = msg
-        conn.send(("done", run_timed(spec, snapshot_path)))
+        conn.send(("done", run_timed(spec, snapshot_path, work_root)))
 
 
 class _Worker:
-    def __init__(self, ctx):
+    def __init__(self, ctx, root):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child,), daemon=True,
+        self.folder = tempfile.mkdtemp(prefix="worker-", dir=root)   # its jobs' folders
+        self.process = ctx.Process(target=_worker_main, args=(child, self.folder), daemon=True,
                                    name="pypc-batch-worker")
         self.process.start()
         child.close()
@@ -60,6 +63,7 @@ class _Worker:
             pass
         self.process.join(5)
         self.conn.close()
+        shutil.rmtree(self.folder, ignore_errors=True)     # what its job left
 
     def stop(self):
         try:
@@ -81,6 +85,8 @@ class LocalPool:
         self.snapshot_path = snapshot_path
         self.wall_timeout = wall_timeout
         self.ctx = multiprocessing.get_context("spawn")
+        # the jobs' folders: what a killed worker's job left goes with the pool
+        self.root = tempfile.mkdtemp(prefix="pypc-batch-")
         self.workers = []
         self._closed = False
         self._start_failures = 0
@@ -96,7 +102,7 @@ class LocalPool:
         queue = deque()
         exhausted = False
         if not self.workers:
-            self.workers = [_Worker(self.ctx) for _ in range(self.size)]
+            self.workers = [_Worker(self.ctx, self.root) for _ in range(self.size)]
         try:
             while True:
                 for w in self.workers:
@@ -168,7 +174,7 @@ class LocalPool:
             for i, w in enumerate(self.workers):
                 if w.job is not None:
                     w.kill()
-                    self.workers[i] = _Worker(self.ctx)
+                    self.workers[i] = _Worker(self.ctx, self.root)
             if self._closed:
                 self._shutdown()
 
@@ -185,7 +191,7 @@ class LocalPool:
         else:
             self._start_failures = 0
         w.kill()
-        self.workers[self.workers.index(w)] = _Worker(self.ctx)
+        self.workers[self.workers.index(w)] = _Worker(self.ctx, self.root)
         if job is not None:
             spec, started = job
             yield lost_result(spec, reason, time.monotonic() - started), {}
@@ -201,3 +207,4 @@ class LocalPool:
             else:
                 w.stop()
         self.workers = []
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -14,6 +14,7 @@ import hashlib
 import os
 import tempfile
 import time
+import uuid
 
 from ..errors import PypcError
 from .results import lost_result
@@ -30,8 +31,12 @@ def _import_ray():
 class _Actor:
     """The body of a Ray actor (wrapped by ``ray.remote`` at run time)."""
 
-    def __init__(self):
+    def __init__(self, batch_id):
         from .worker import warm_up
+        # the jobs' folders on this node, shared by the batch's actors here:
+        # what a killed actor's job left goes at the batch's end (cleanup)
+        self.root = os.path.join(tempfile.gettempdir(), f"pypc-batch-{batch_id}")
+        os.makedirs(self.root, exist_ok=True)
         try:
             warm_up()
         except Exception:
@@ -47,14 +52,38 @@ class _Actor:
         if snapshot is not None and spec.get("fanout"):
             sha, refs = snapshot
             if self.snapshot is None or self.snapshot[0] != sha:
-                import ray
-                data = ray.get(refs[0])
-                fd, path = tempfile.mkstemp(prefix="pypc-batch-snapshot-", suffix=".zip")
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
+                # one copy per node, shared by its actors (written whole, then renamed)
+                path = os.path.join(tempfile.gettempdir(), f"pypc-batch-snapshot-{sha}.zip")
+                if not _holds(path, sha):
+                    import ray
+                    data = ray.get(refs[0])
+                    fd, part = tempfile.mkstemp(prefix="pypc-batch-snapshot-", suffix=".part")
+                    with os.fdopen(fd, "wb") as fh:
+                        fh.write(data)
+                    os.replace(part, path)
                 self.snapshot = (sha, path)
             path = self.snapshot[1]
-        return run_timed(spec, path)
+        return run_timed(spec, path, self.root)
+
+    def cleanup(self):
+        """Remove this node's job folders and copy of the shared bundle (at
+        the batch's end)."""
+        import shutil
+        shutil.rmtree(self.root, ignore_errors=True)
+        if self.snapshot is not None:
+            try:
+                os.unlink(self.snapshot[1])
+            except OSError:
+                pass
+            self.snapshot = None
+
+
+def _holds(path, sha):
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest() == sha
+    except OSError:
+        return False
 
 
 class RayPool:
@@ -80,7 +109,8 @@ class RayPool:
             # a list, so the actors receive the reference and fetch it once
             self.snapshot = (hashlib.sha256(data).hexdigest(), [self.ray.put(data)])
         self.actor_class = self.ray.remote(num_cpus=1, max_restarts=0)(_Actor)
-        self.actors = [self.actor_class.remote() for _ in range(self.size)]
+        self.batch_id = uuid.uuid4().hex[:12]
+        self.actors = [self.actor_class.remote(self.batch_id) for _ in range(self.size)]
         # asked before any job, so answered even while the actor is busy later
         self.pid_refs = [a.pid.remote() for a in self.actors]
         self.jobs = {}                  # task ref -> (actor index, spec, started)
@@ -152,7 +182,7 @@ class RayPool:
             self.ray.kill(self.actors[i], no_restart=True)
         except Exception:
             pass
-        self.actors[i] = self.actor_class.remote()
+        self.actors[i] = self.actor_class.remote(self.batch_id)
         self.pid_refs[i] = self.actors[i].pid.remote()
 
     def pid_of(self, i):
@@ -160,6 +190,11 @@ class RayPool:
         return self.ray.get(self.pid_refs[i])
 
     def close(self):
+        if self.actors:
+            try:
+                self.ray.get([a.cleanup.remote() for a in self.actors], timeout=30)
+            except Exception:
+                pass
         for a in self.actors:
             try:
                 self.ray.kill(a, no_restart=True)

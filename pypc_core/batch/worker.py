@@ -85,15 +85,17 @@ def exit_code_of(reason, machine, args):
     return 0
 
 
-def run_job(spec, snapshot_path=None):
+def run_job(spec, snapshot_path=None, work_root=None):
     """``(result, blobs)`` of one job: ``result`` the JSON-able result
     (without ``wall_s``, which the backend adds), ``blobs`` {name: bytes}
     of its screenshot and the files it wrote.  ``snapshot_path`` replaces
     the job's ``load_snapshot`` (the backend's local copy of a shared
-    bundle).  A job that cannot run is a result with reason ``error``."""
+    bundle).  The job's own folder is made in ``work_root`` (default: the
+    temporary directory), so a backend that kills a worker can remove what
+    the job left.  A job that cannot run is a result with reason ``error``."""
     result = {"id": spec["id"], "index": spec["index"]}
     blobs = {}
-    work = tempfile.mkdtemp(prefix="pypc-job-")
+    work = tempfile.mkdtemp(prefix="pypc-job-", dir=work_root)
     try:
         _run(spec, snapshot_path, work, result, blobs)
     except Exception as exc:
@@ -206,9 +208,9 @@ def _run(spec, snapshot_path, work, result, blobs):
         result["files"] = files
 
 
-def run_timed(spec, snapshot_path=None):
+def run_timed(spec, snapshot_path=None, work_root=None):
     """:func:`run_job` with ``wall_s``, the wall-clock seconds it took."""
     t0 = time.perf_counter()
-    result, blobs = run_job(spec, snapshot_path)
+    result, blobs = run_job(spec, snapshot_path, work_root)
     result["wall_s"] = round(time.perf_counter() - t0, 4)
     return result, blobs
