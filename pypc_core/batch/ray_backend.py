@@ -1,9 +1,9 @@
 """The Ray backend (``pypc batch --ray [ADDRESS]``, the optional extra
 ``pypc[ray]``): one Ray actor per worker, each a warm process that runs
 job after job with :func:`pypc_core.batch.worker.run_timed`.  The bundle
-of ``--from-snapshot`` is put into Ray's object store once; each actor
-fetches it the first time a job needs it and keeps its own copy on its
-node.  A job past its wall-clock limit has its actor killed (reason
+of ``--from-snapshot`` is put into Ray's object store once; each node
+keeps one copy, fetched the first time an actor there needs it, and the
+actors remove it and the jobs' folders at the batch's end.  A job past its wall-clock limit has its actor killed (reason
 ``wall_timeout``), an actor that dies under a job gives ``worker_crashed``;
 a fresh actor takes its place.
 
