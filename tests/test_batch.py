@@ -370,3 +370,27 @@ def test_record_then_replay_jobs(tmp_path):
         (again,) = b.run_all([{"id": "x", "timeout": 1, "record": "keys.json"}],
                              base_dir=tmp_path)
         assert again["reason"] == "invalid" and "already exists" in again["error"]
+
+
+def test_disk_jobs_share_an_image_copy_on_write(tmp_path):
+    import base64
+    import hashlib
+    from test_launcher import BOOT_MESSAGE, HELLO_BOOT, WRITE_BOOT, floppy
+    writer = floppy(tmp_path / "write.img", WRITE_BOOT)
+    hello = floppy(tmp_path / "hello.img", HELLO_BOOT)
+    before = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (writer, hello)}
+    status = {"collect": {"memory": [["500h", 3]], "screen": False}, "timeout": 3}
+    jobs = ([{"id": f"w{n}", "floppy": "write.img", **status} for n in range(4)]
+            + [{"id": "ro", "floppy": "write.img", "readonly": True, **status},
+               {"id": "hello", "floppy": "hello.img", "until_text": BOOT_MESSAGE}])
+    with batch.Batch(workers=2) as b:
+        results = {r["id"]: r for r in b.run_all(jobs, base_dir=tmp_path)}
+    for n in range(4):      # each wrote its own copy-on-write floppy: AH 0, CF 0, done
+        r = results[f"w{n}"]
+        assert r["reason"] == "timeout" and r["exit_code"] == 0
+        assert base64.b64decode(r["memory"][0]["base64"]) == b"\x00\x00\xaa"
+    ah, cf, done = base64.b64decode(results["ro"]["memory"][0]["base64"])
+    assert (ah, cf, done) == (0x03, 1, 0xAA)        # write-protected
+    assert results["hello"]["reason"] == "until_text"
+    assert BOOT_MESSAGE in results["hello"]["screen"]
+    assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (writer, hello)} == before
