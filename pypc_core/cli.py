@@ -11,6 +11,8 @@
   over stdio (``pypc_core/mcp_adapter.py``)
 * ``pypc console [--port PORT] [-- RUN OPTIONS]`` -- the TUI debugger over RPC
   (``pypc_core/console/``)
+* ``pypc batch JOBS.jsonl --out RESULTS.jsonl`` -- many headless runs on a
+  pool of worker processes or on Ray (``pypc_core/batch/``)
 
 User errors print one line on stderr and exit with status 2 (``PYPC_DEBUG=1``
 prints the traceback before that line; the status stays 2); ``pypc run``
@@ -27,7 +29,7 @@ import sys
 
 from .errors import PypcError
 
-SUBCOMMANDS = ("run", "plugins", "gen", "mcp", "console")
+SUBCOMMANDS = ("run", "plugins", "gen", "mcp", "console", "batch")
 EXIT_USAGE = 2
 
 
@@ -331,6 +333,8 @@ def build_parser():
     _add_attach_options(console)
     console.add_argument("run_options", nargs=argparse.REMAINDER,
                          help="after --: options for the pypc run it starts (without --port)")
+    from .batch.cli import add_parser as add_batch_parser
+    add_batch_parser(sub)
     return parser, run
 
 
@@ -545,13 +549,15 @@ def _print_plugin_detail(infos):
             console.print(f"  [red]state: {escape(info.state_error)}[/red]")
 
 
-def cmd_run(argv, run_parser):
-    """``pypc run``: select the plugins named by ``--plugins`` first, let them
-    add their options, then parse the whole command line and hand over to
-    the launcher (``args.plugin_manager`` is the ready PluginManager)."""
+def parse_run(argv, run_parser):
+    """The options of ``pypc run`` (``argv`` starts with ``"run"``) as
+    ``pypc run`` sees them: the plugins named by ``--plugins`` selected first,
+    their options added, then the whole command line parsed
+    (``args.plugin_manager`` is the ready PluginManager) and the bare-run
+    checks done.  ``pypc batch`` builds every job with this too."""
     from .plugins import PluginManager
     # First pass: check the core options (plugin options are still unknown).
-    first = add_run_arguments(_Parser(prog=run_parser.prog, add_help=False))
+    first = add_run_arguments(type(run_parser)(prog=run_parser.prog, add_help=False))
     known, _ = first.parse_known_args(argv[1:])
     pm = PluginManager()
     plugins = launch_plugins(pm, known.plugins, known.video, known.game_port,
@@ -580,7 +586,14 @@ def cmd_run(argv, run_parser):
         check_rpc_methods(pm)
     from . import bare
     bare.check(args)
+    return args
+
+
+def cmd_run(argv, run_parser):
+    """``pypc run``: :func:`parse_run`, then hand over to the launcher."""
+    args = parse_run(argv, run_parser)
     if args.bare:
+        from . import bare
         return bare.run(args)
     try:
         launcher = importlib.import_module(f"{__package__}.launcher")
@@ -636,6 +649,9 @@ def main(argv=None):
         args = parser.parse_args(argv)      # --help / --version exit here
         if args.command == "gen":
             return cmd_gen(args)
+        if args.command == "batch":
+            from .batch.cli import main as batch_main
+            return batch_main(args)
         if args.command == "mcp":
             from . import mcp_adapter
             socket_path, token = _attach(args)

@@ -400,36 +400,52 @@ def guest_drives_keyboard(machine):
     return ((segment << 4) + offset) & 0xFFFFF < 0xF0000
 
 
+def headless_loop(machine, args, stop=None):
+    """The loop of every headless run (``pypc run --headless``, a built-in
+    DOS program, a ``pypc batch`` job): type ``--type`` as the guest gets
+    ready, run a frame at a time until the built-in DOS's program exits
+    (``"exit"``), ``--until-text`` is on the screen (``"until_text"``),
+    ``--timeout`` emulated seconds pass (default 60, ``"timeout"``) or
+    ``stop`` (a :class:`StopSignals`) has seen a signal (``"signal"``).
+    Prints nothing; returns the reason."""
+    timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
+    end = machine.clock() + int(timeout * CPU_HZ)
+    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
+                    getattr(args, "type_after", None))
+    frame = int(FRAME_S * CPU_HZ)
+    dos = machine.dos
+    until_text = getattr(args, "until_text", None)
+    while True:
+        if stop is not None and stop.signum is not None:
+            stop.stopped()
+            return "signal"
+        typist.frame()
+        if dos is not None and dos.exited:
+            return "exit"
+        if until_text and machine.screen_contains(until_text):
+            # text typed later may not be on screen yet; keep going only
+            # until what was asked for is there
+            return "until_text"
+        if machine.clock() >= end:
+            return "timeout"
+        machine.run_until_cycle(min(end, machine.clock() + frame))
+
+
 def run_headless(machine, args):
     """Run until ``--until-text`` appears or ``--timeout`` emulated seconds
     (default 60) pass, then print the text screen.  Exit 0, or 1 when
     ``--until-text`` was asked for and never appeared; a signal ends the
     run at once with 128 + its number (130 for Ctrl-C)."""
     timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
-    end = machine.clock() + int(timeout * CPU_HZ)
-    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
-                    getattr(args, "type_after", None))
-    found = False
-    frame = int(FRAME_S * CPU_HZ)
     with StopSignals() as stop:
-        while True:
-            if stop.signum is not None:
-                stop.stopped()
-                return interrupted(stop)
-            typist.frame()
-            if args.until_text and machine.screen_contains(args.until_text):
-                # text typed later may not be on screen yet; keep going only
-                # until what was asked for is there
-                found = True
-                break
-            if machine.clock() >= end:
-                break
-            machine.run_until_cycle(min(end, machine.clock() + frame))
+        reason = headless_loop(machine, args, stop)
+    if reason == "signal":
+        return interrupted(stop)
     if args.screenshot:
         write_screenshot(machine, args.screenshot)
     if machine.video is not None:
         print("\n".join(row.rstrip() for row in machine.screen_text()).rstrip("\n"))
-    if args.until_text and not found:
+    if args.until_text and reason != "until_text":
         sys.stderr.write(f"pypc: {args.until_text!r} did not appear within "
                          f"{timeout:g} emulated seconds\n")
         return 1

@@ -183,11 +183,17 @@ def discover(groups=GROUPS):
         ``PluginSource.shadowed`` (selecting that name is then an error).
     """
     found = {group: {} for group in groups}
+    everything = importlib.metadata.entry_points()      # one scan of the installed distributions
+    described = {}      # id(dist) -> (name, version): each reads and parses its METADATA
     for group in groups:
-        for ep in importlib.metadata.entry_points(group=group):
+        for ep in everything.select(group=group):
             dist = getattr(ep, "dist", None)
-            dist_name = dist.name if dist is not None else "?"
-            version = dist.version if dist is not None else "?"
+            if dist is None:
+                dist_name = version = "?"
+            else:
+                if id(dist) not in described:
+                    described[id(dist)] = (dist.name, dist.version)
+                dist_name, version = described[id(dist)]
             known = found[group].get(ep.name)
             if known is not None:
                 if known.distribution != dist_name:

@@ -192,45 +192,27 @@ def run_headless(machine, args):
     ``--until-text`` stops with 0 once the text is on the screen;
     ``--timeout`` (default 60 emulated seconds) stops with 124."""
     from ..launcher import (
-        DEFAULT_HEADLESS_TIMEOUT_S, FRAME_S, StopSignals, Typist, interrupted, unescape,
-        write_screenshot,
+        DEFAULT_HEADLESS_TIMEOUT_S, StopSignals, headless_loop, interrupted, write_screenshot,
     )
-    from ..scheduler import CPU_HZ
     dos = machine.dos
     writer = ConsoleWriter(sys.stdout)
     dos.config.console = writer
     timeout = args.timeout if args.timeout else DEFAULT_HEADLESS_TIMEOUT_S
-    end = machine.clock() + int(timeout * CPU_HZ)
-    typist = Typist(machine, unescape(args.type) if args.type is not None else "",
-                    getattr(args, "type_after", None))
-    frame = int(FRAME_S * CPU_HZ)
-    result = None
     try:
         with StopSignals() as stop:
-            while True:
-                if stop.signum is not None:
-                    stop.stopped()
-                    return interrupted(stop)
-                typist.frame()
-                if dos.exited:
-                    result = dos.exit_code
-                    break
-                if args.until_text and machine.screen_contains(args.until_text):
-                    result = 0
-                    break
-                if machine.clock() >= end:
-                    break
-                machine.run_until_cycle(min(end, machine.clock() + frame))
+            reason = headless_loop(machine, args, stop)
     finally:
         writer.close()
         dos.config.console = None
+    if reason == "signal":
+        return interrupted(stop)
     if args.screenshot:
         write_screenshot(machine, args.screenshot)
-    if result is None:
+    if reason == "timeout":
         what = args.program or "the shell"
         sys.stderr.write(f"pypc: {what} did not exit within {timeout:g} emulated seconds\n")
         return EXIT_TIMEOUT
-    return result
+    return dos.exit_code if reason == "exit" else 0
 
 
 def print_console(machine):

@@ -22,6 +22,7 @@ PROGRAMS = {
     "confine": "confine.com",
     "mcbkill": "mcbkill.com",
     "hold": "hold.com",
+    "square": "square.com",
     "symtest": "symtest.exe",
 }
 

@@ -1,0 +1,216 @@
+"""Run one checked batch job in this process: the machine ``pypc run``
+would build from the job's command line, the headless loop ``pypc run``
+uses (:func:`pypc_core.launcher.headless_loop`), then what the job asked
+to collect.  Every worker of every backend runs jobs with :func:`run_job`.
+
+A job runs in a folder of its own (removed afterwards): its ``--drive``
+folders are copies (so jobs never share host files and the originals are
+never written), the disks of a ``load_snapshot`` bundle are written there
+and used copy-on-write, its screenshot is drawn there.
+"""
+
+import base64
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+
+from ..errors import PypcError
+
+BLOB_FILES = "files"
+
+
+def _sha(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def warm_up():
+    """Compile (or load from numba's disk cache) the 8088 core and run one
+    throw-away job (a two-byte program, INT 20h, under the built-in DOS),
+    so the first real job pays no start-up."""
+    from .jobs import check_job
+    folder = tempfile.mkdtemp(prefix="pypc-warm-")
+    try:
+        with open(os.path.join(folder, "WARM.COM"), "wb") as fh:
+            fh.write(b"\xcd\x20")
+        run_job(check_job({"program": "WARM.COM", "collect": {"screen": True}}, 0, folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _tree(root):
+    """{relative path: sha256} of the regular files under ``root``."""
+    out = {}
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as fh:
+                out[os.path.relpath(path, root)] = _sha(fh.read())
+    return out
+
+
+def _registers(machine):
+    from ..cpu import state as S
+    r = machine.cpu.regs
+    return {name: int(r[S.REG_INDEX[name]])
+            for name in S.REG16_NAMES + S.SEG_NAMES + ("ip", "flags")}
+
+
+def _serial(machine):
+    """Everything the guest sent on its first serial port (base64), or None."""
+    ports = machine.devices_with("serial")
+    if not ports:
+        return None
+    uart = next((d for _n, d in ports if "com1" in d.declaration.capabilities), ports[0][1])
+    data = bytearray()
+    offset = uart.tx_start
+    while offset < uart.tx_next:
+        _o, offset, chunk = uart.read_output(offset)
+        data += chunk
+    return base64.b64encode(bytes(data)).decode("ascii")
+
+
+def exit_code_of(reason, machine, args):
+    """The exit status ``pypc run`` would give for this stop."""
+    if machine.dos is not None:
+        if reason == "exit":
+            return machine.dos.exit_code
+        return 0 if reason == "until_text" else 124
+    if args.until_text and reason != "until_text":
+        return 1
+    return 0
+
+
+def run_job(spec, snapshot_path=None, work_root=None):
+    """``(result, blobs)`` of one job: ``result`` the JSON-able result
+    (without ``wall_s``, which the backend adds), ``blobs`` {name: bytes}
+    of its screenshot and the files it wrote.  ``snapshot_path`` replaces
+    the job's ``load_snapshot`` (the backend's local copy of a shared
+    bundle).  The job's own folder is made in ``work_root`` (default: the
+    temporary directory), so a backend that kills a worker can remove what
+    the job left.  A job that cannot run is a result with reason ``error``."""
+    result = {"id": spec["id"], "index": spec["index"]}
+    blobs = {}
+    work = tempfile.mkdtemp(prefix="pypc-job-", dir=work_root)
+    try:
+        _run(spec, snapshot_path, work, result, blobs)
+    except Exception as exc:
+        if not isinstance(exc, (PypcError, OSError)):
+            from ..bus.memory import MemoryMapError
+            from ..bus.ports import PortConflictError
+            if not isinstance(exc, (MemoryMapError, PortConflictError)):
+                exc = PypcError(f"{type(exc).__name__}: {exc}")
+        from ..cli import _one_line
+        for key in list(result):
+            if key not in ("id", "index"):
+                del result[key]
+        blobs.clear()
+        result.update(reason="error", exit_code=None, error=_one_line(exc))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return result, blobs
+
+
+def _run(spec, snapshot_path, work, result, blobs):
+    from .. import launcher
+    from ..cli import parse_run
+    from ..machine import CPU_HZ, Machine
+    from ..snapshot import cli as snapshot_cli
+    from .jobs import check_args, run_parser
+    args = parse_run(["run", *spec["argv"]], run_parser())
+    if snapshot_path is not None and spec.get("fanout"):
+        args.load_snapshot = snapshot_path      # this worker's copy of the shared bundle
+    if args.load_snapshot is not None:
+        args.snapshot_disk_root = os.path.join(work, "snapshot-disks")
+    check_args(args)
+    drives = {}
+    if args.dos_config is not None:
+        # each job on its own copies of its --drive folders
+        copies = {}
+        for letter, root in sorted(args.dos_config.drives.items()):
+            copy = os.path.join(work, "drive-" + letter)
+            shutil.copytree(root, copy, symlinks=True)
+            copies[letter] = copy
+            drives[letter] = (copy, _tree(copy))
+        args.dos_config.drives = copies
+    snapshot_cli.check(args)            # --load-snapshot: its disks into the job's folder
+    collect = spec["collect"]
+    machine = None
+    try:
+        machine = Machine(launcher.config_from_args(args))
+        machine.raise_device_faults = True
+        launcher.check_machine(machine, args)
+        snapshot_cli.before_run(machine, args)
+        start = machine.clock()
+        if getattr(args, "replay", None):
+            timeout = args.timeout
+            out = machine.replay(getattr(args, "replay_recording", None) or args.replay,
+                                 max_cycles=int(timeout * CPU_HZ) if timeout else None)
+            reason = ("timeout" if out["timed_out"] else
+                      "replay_identical" if out["identical"] else "replay_diverged")
+            exit_code = 0 if reason == "replay_identical" else 1
+        else:
+            reason = launcher.headless_loop(machine, args)
+            exit_code = exit_code_of(reason, machine, args)
+        result.update(reason=reason, exit_code=exit_code, cycles=machine.clock(),
+                      emulated_s=round(machine.clock() / CPU_HZ, 6),
+                      run_cycles=machine.clock() - start)
+        if collect["console"] and machine.dos is not None:
+            result["console"] = bytes(machine.dos.console_out).decode("cp437").replace(
+                "\r\n", "\n")
+        if collect["screen"]:
+            result["screen"] = (None if machine.video is None else
+                                "\n".join(r.rstrip() for r in machine.screen_text()).rstrip("\n"))
+        if collect["registers"]:
+            result["registers"] = _registers(machine)
+        if collect["memory"]:
+            result["memory"] = [
+                {"address": a, "length": n, "base64": base64.b64encode(
+                    bytes(machine.memory.read(a, min(n, 0x100000 - a)))).decode("ascii")}
+                for a, n in collect["memory"]]
+        if collect["serial"]:
+            result["serial"] = _serial(machine)
+        if collect["screenshot"]:
+            if machine.video is None:
+                raise PypcError("collect.screenshot needs a video plugin (e.g. plugins cga)")
+            png = os.path.join(work, "screenshot.png")
+            machine.video.write_png(png)
+            with open(png, "rb") as fh:
+                data = fh.read()
+            blobs["screenshot.png"] = data
+            result["screenshot"] = {"blob": "screenshot.png", "bytes": len(data),
+                                    "sha256": _sha(data)}
+        if args.save_snapshot:
+            out = machine.save(args.save_snapshot, args.snapshot_disk_mode, progress=None)
+            result["snapshot"] = {"bytes": out["bytes"], "sha256": out["sha256"]}
+        if getattr(args, "record", None) and getattr(machine, "_recorder", None) is not None:
+            machine.stop_recording(args.record)
+    finally:
+        if machine is not None:
+            machine.close()             # a --drive's files are final now
+        snapshot_cli.discard_written(args)
+    if collect["files"]:
+        files = []
+        for letter, (copy, before) in sorted(drives.items()):
+            for rel, sha in sorted(_tree(copy).items()):
+                if before.get(rel) == sha:
+                    continue
+                with open(os.path.join(copy, rel), "rb") as fh:
+                    data = fh.read()
+                name = f"{BLOB_FILES}/{letter}/{rel}"
+                blobs[name] = data
+                files.append({"path": f"{letter}:\\" + rel.replace(os.sep, "\\").upper(),
+                              "bytes": len(data), "sha256": _sha(data), "blob": name})
+        result["files"] = files
+
+
+def run_timed(spec, snapshot_path=None, work_root=None):
+    """:func:`run_job` with ``wall_s``, the wall-clock seconds it took."""
+    t0 = time.perf_counter()
+    result, blobs = run_job(spec, snapshot_path, work_root)
+    result["wall_s"] = round(time.perf_counter() - t0, 4)
+    return result, blobs
