@@ -234,6 +234,11 @@ NULLABLE = {("session.status", "/properties/last_stop/anyOf/1"),
             ("hardware.trace.read", "/properties/next_cursor/anyOf/1"),
             ("dos.trace.read", "/properties/next_cursor/anyOf/1"),
             ("video.history.read", "/properties/next_cursor/anyOf/1"),
+            ("symbols.list", "/properties/next_offset/anyOf/1"),   # the last page
+            # an address near no symbol: no symbol, name or offset
+            ("symbols.lookup", "/properties/results/items/properties/symbol/anyOf/1"),
+            ("symbols.lookup", "/properties/results/items/properties/name/anyOf/1"),
+            ("symbols.lookup", "/properties/results/items/properties/offset/anyOf/1"),
             # COMPAT Traces: before_base64 is null for a device-backed byte
             ("defs:trace_effect", "/anyOf/1/properties/before_base64")}
 
