@@ -15,6 +15,17 @@ def tcp_port(text):
     return value
 
 
+def positive_float(text):
+    """A number greater than 0 (seconds, a speed factor)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
+    return value
+
+
 def server_role(args):
     """True for a ``pypc run`` that serves someone, and so listens on the
     contract's default ports (JSON-RPC 2301, telnet 2300, VNC 5902) unless

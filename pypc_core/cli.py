@@ -27,6 +27,7 @@ import os
 import re
 import sys
 
+from .argtypes import positive_float
 from .errors import PypcError
 
 SUBCOMMANDS = ("run", "plugins", "gen", "mcp", "console", "batch")
@@ -73,16 +74,6 @@ def _option_rom(text):
     if not 0 <= segment <= 0xFFFF:
         raise argparse.ArgumentTypeError(f"{text!r}: segment {seg!r} is out of range")
     return path, segment
-
-
-def _positive_float(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
 
 
 def _debug_port(text):
@@ -196,7 +187,7 @@ def add_run_arguments(parser):
                         "goes on while a client is connected, and session.start works")
     g.add_argument("--turbo", action="store_true",
                    help="run as fast as possible (no real-time pacing)")
-    g.add_argument("--speed", type=_positive_float, metavar="X",
+    g.add_argument("--speed", type=positive_float, metavar="X",
                    help="run at X times the speed of a real 4.77 MHz XT")
     g = parser.add_argument_group("disks and firmware")
     g.add_argument("--floppy", metavar="IMAGE", help="floppy image for drive A:")
@@ -234,7 +225,7 @@ def add_run_arguments(parser):
                         "(e.g. the DOS prompt, so keys typed while DOS boots are not lost)")
     g.add_argument("--until-text", metavar="TEXT",
                    help="stop (exit 0) as soon as TEXT appears on the screen")
-    g.add_argument("--timeout", type=_positive_float, metavar="SECONDS",
+    g.add_argument("--timeout", type=positive_float, metavar="SECONDS",
                    help="stop after SECONDS of emulated time (headless default: 60; a "
                         "--replay stops there too, exit 1); the exit status is 0, or 1 "
                         "when --until-text was given and its text did not appear")

@@ -20,19 +20,7 @@ from pypc_core.cpu import state as S
 from pypc_core.device import DeviceDeclaration, MemoryWindow
 from pypc_core.machine import Machine, MachineConfig
 
-
-class ExitCounter:
-    """The ports of the accesses that reach Python (the exits): a port
-    observer that leaves the core's fast paths on."""
-
-    def __init__(self, ports):
-        self.ports = ports
-
-    def after_read(self, port, width, value):
-        self.ports.append(port)
-
-    def after_write(self, port, value, width):
-        self.ports.append(port)
+from port_exits import ExitCounter
 
 HERE = Path(__file__).resolve().parent
 THIRDPARTY = HERE / "thirdparty"

@@ -17,19 +17,7 @@ from pypc_plugins.gameport import GamePort, JoystickError, axis_cycles
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from guest import HERE  # noqa: E402
 
-
-class ExitCounter:
-    """The ports of the accesses that reach Python (the exits): a port
-    observer that leaves the core's fast paths on."""
-
-    def __init__(self, ports):
-        self.ports = ports
-
-    def after_read(self, port, width, value):
-        self.ports.append(port)
-
-    def after_write(self, port, value, width):
-        self.ports.append(port)
+from port_exits import ExitCounter
 
 PROGRAM = Path(HERE) / "joystick.bin"
 LOOP_CYCLES = 57                 # the counting loop of joystick.asm

@@ -3,7 +3,6 @@ Its machine loop is the RPC controller, so session.start works over TCP
 against the real process, and a signal ends it."""
 
 import json
-import os
 import shutil
 import signal
 import socket
@@ -23,6 +22,16 @@ def call(sock_file, sock, method, params=None, ident=[0]):
     reply = json.loads(sock_file.readline())
     assert reply["id"] == ident[0]
     return reply
+
+
+def start_agent_fixture(f, sock, folder):
+    """session.start of AGENTFIX.COM from ``folder`` as drive C:, stopped at
+    its entry."""
+    r = call(f, sock, "session.start", {
+        "target": {"command": "AGENTFIX.COM", "arguments": []},
+        "mounts": [{"drive": "C", "host_path": str(folder)}], "break_at": "entry"})
+    assert "result" in r, r
+    assert r["result"]["stop_reason"]["kind"] == "startup"
 
 
 @pytest.fixture
@@ -46,11 +55,7 @@ def test_session_start_over_tcp_and_sigint_ends_the_server(server, tmp_path):
     shutil.copy(progs.path("agent_fixture"), folder / "AGENTFIX.COM")
     with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
         f = sock.makefile("r")
-        r = call(f, sock, "session.start", {
-            "target": {"command": "AGENTFIX.COM", "arguments": []},
-            "mounts": [{"drive": "C", "host_path": str(folder)}], "break_at": "entry"})
-        assert "result" in r, r
-        assert r["result"]["stop_reason"]["kind"] == "startup"
+        start_agent_fixture(f, sock, folder)
         regs = call(f, sock, "state.get_registers")["result"]
         assert regs["ip"] == 0x0100
         op = call(f, sock, "execution.step", {"mode": "into"})["result"]["operation_id"]
@@ -90,11 +95,7 @@ def test_a_headless_run_with_an_rpc_port_serves_every_method_until_its_client_le
         port = int(line.split("127.0.0.1:")[1].split()[0])
         with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
             f = sock.makefile("r")
-            r = call(f, sock, "session.start", {
-                "target": {"command": "AGENTFIX.COM", "arguments": []},
-                "mounts": [{"drive": "C", "host_path": str(folder)}], "break_at": "entry"})
-            assert "result" in r, r
-            assert r["result"]["stop_reason"]["kind"] == "startup"
+            start_agent_fixture(f, sock, folder)
             op = call(f, sock, "execution.step", {"mode": "into"})["result"]["operation_id"]
             call(f, sock, "execution.wait", {"operation_id": op, "timeout_ms": 30000})
             regs = call(f, sock, "state.get_registers")["result"]

@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 
+from ..argtypes import positive_float
 from ..errors import PypcError
 
 HELP = ("Run many headless machines: JOBS.jsonl holds one job a line, a JSON object "
@@ -37,16 +38,6 @@ def _workers(text):
     return value
 
 
-def _seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be greater than 0")
-    return value
-
-
 def add_parser(sub):
     p = sub.add_parser("batch", help="run many headless jobs on worker processes or Ray",
                        usage="pypc batch JOBS.jsonl --out RESULTS [options]",
@@ -68,7 +59,7 @@ def add_parser(sub):
     p.add_argument("--from-snapshot", metavar="FILE",
                    help="start every job that names no load_snapshot from this machine "
                         "bundle (pypc run --save-snapshot), its disks copy-on-write")
-    p.add_argument("--wall-timeout", type=_seconds, default=600.0, metavar="SECONDS",
+    p.add_argument("--wall-timeout", type=positive_float, default=600.0, metavar="SECONDS",
                    help="wall-clock seconds a job may take before its worker is killed and "
                         "replaced (reason wall_timeout; a job's own wall_timeout field "
                         "wins); default %(default)g")
