@@ -15,6 +15,7 @@ import pytest
 
 from guest import dos as progs
 from pypc_core import batch
+from pypc_core.batch import without_wall
 from pypc_core.cli import main
 
 N_JOBS = 50
@@ -394,3 +395,30 @@ def test_disk_jobs_share_an_image_copy_on_write(tmp_path):
     assert results["hello"]["reason"] == "until_text"
     assert BOOT_MESSAGE in results["hello"]["screen"]
     assert {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in (writer, hello)} == before
+
+
+def test_a_job_collects_a_recording_of_its_run(tools, tmp_path):
+    # collect.video: the run at the card's frame rate in emulated time, the
+    # same bytes from any worker; --video-out itself is refused with advice
+    import base64
+    import io
+    import av
+    job = {"id": "film", "program": "SQUARE.COM", "args": [7], "collect": {"video": "mkv"},
+           "plugins": ["cga", "fdc"]}
+    with batch.Batch(workers=1) as b:
+        (first,) = b.run_all([job], base_dir=tools)
+        (again,) = b.run_all([dict(job, id="film")], base_dir=tools)
+        (refused,) = b.run_all([{"id": "v", "program": "SQUARE.COM", "video_out": "x.mp4"}],
+                               base_dir=tools)
+    assert first["reason"] == "exit" and first["console"] == expected_line(7)
+    video = first["video"]
+    assert [f["bytes"] for f in video["files"]] and video["audio"] is True
+    assert abs(video["frames"] - first["emulated_s"] * video["frame_rate_hz"]) <= 1
+    data = base64.b64decode(video["files"][0]["base64"])
+    assert len(data) == video["files"][0]["bytes"]
+    with av.open(io.BytesIO(data)) as container:
+        decoded = sum(1 for _ in container.decode(video=0))
+    assert decoded == video["frames"]
+    assert without_wall(first) == without_wall(again)             # the same bytes again
+    assert refused["reason"] == "invalid" and 'collect": {"video"' in refused["error"]
+    assert not (tools / "x.mp4").exists()

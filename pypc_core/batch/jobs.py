@@ -47,11 +47,13 @@ FORBIDDEN = {
     "dump_registers": "goes with --bare; use \"collect\": {\"registers\": true}",
     "dump_memory": "goes with --bare; use \"collect\": {\"memory\": [[ADDRESS, LENGTH]]}",
     "audio": "writes a host file every job would share",
+    "video_out": "is collected by the batch: use \"collect\": {\"video\": \"mp4\"} (or mkv, webm, gif, apng)",
     "program_args": "is written \"args\" in a job",
 }
 PATH_FIELDS = ("floppy", "floppy_b", "hdd", "host_dir", "bios", "cow_dir", "load_snapshot",
                "save_snapshot", "record", "replay")
-COLLECT_KEYS = ("console", "screen", "screenshot", "registers", "serial", "files", "memory")
+COLLECT_KEYS = ("console", "screen", "screenshot", "registers", "serial", "files", "memory",
+                "video")
 
 
 class JobError(PypcError):
@@ -266,7 +268,7 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
     collect.setdefault("console", dos)
     collect.setdefault("screen", not dos)
     for key in COLLECT_KEYS:
-        collect.setdefault(key, [] if key == "memory" else False)
+        collect.setdefault(key, [] if key == "memory" else None if key == "video" else False)
     collect["memory"] = [[_address(a, where), n] for a, n in collect["memory"]]
     return {"index": index, "id": job_id, "argv": [*forced, *argv], "collect": collect,
             "wall_timeout": job.get("wall_timeout"), "dos": dos, "fanout": fanout,

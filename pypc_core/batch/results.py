@@ -51,7 +51,8 @@ def place_blobs(result, blobs, blob_dir, relative_to):
     folder = None
     if blob_dir is not None:
         folder = os.path.join(blob_dir, f"job-{result['index']}")
-    for entry in [result.get("screenshot")] + list(result.get("files") or []):
+    videos = (result.get("video") or {}).get("files") or []
+    for entry in [result.get("screenshot")] + list(result.get("files") or []) + list(videos):
         if not entry or "blob" not in entry:
             continue
         name = entry["blob"]

@@ -139,12 +139,17 @@ def _run(spec, snapshot_path, work, result, blobs):
         args.dos_config.drives = copies
     snapshot_cli.check(args)            # --load-snapshot: its disks into the job's folder
     collect = spec["collect"]
-    machine = None
+    machine = recorder = None
     try:
         machine = Machine(launcher.config_from_args(args))
         machine.raise_device_faults = True
         launcher.check_machine(machine, args)
         snapshot_cli.before_run(machine, args)
+        if collect["video"]:
+            if machine.video is None:
+                raise PypcError("collect.video needs a video plugin (e.g. plugins cga)")
+            from ..recording import Recorder
+            recorder = Recorder.start(machine, os.path.join(work, "video." + collect["video"]))
         start = machine.clock()
         if getattr(args, "replay", None):
             timeout = args.timeout
@@ -156,6 +161,19 @@ def _run(spec, snapshot_path, work, result, blobs):
         else:
             reason = launcher.headless_loop(machine, args)
             exit_code = exit_code_of(reason, machine, args)
+        if recorder is not None:
+            summary = recorder.stop()
+            videos = []
+            for path in summary["files"]:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                name = "video/" + os.path.basename(path)
+                blobs[name] = data
+                videos.append({"blob": name, "bytes": len(data), "sha256": _sha(data)})
+            result["video"] = {"files": videos, "frames": summary["frames"],
+                               "frame_rate_hz": round(summary["frame_rate_hz"], 6),
+                               "width": summary["width"], "height": summary["height"],
+                               "audio": summary["audio"]}
         result.update(reason=reason, exit_code=exit_code, cycles=machine.clock(),
                       emulated_s=round(machine.clock() / CPU_HZ, 6),
                       run_cycles=machine.clock() - start)
@@ -190,6 +208,11 @@ def _run(spec, snapshot_path, work, result, blobs):
         if getattr(args, "record", None) and getattr(machine, "_recorder", None) is not None:
             machine.stop_recording(args.record)
     finally:
+        if recorder is not None and recorder.active:
+            try:
+                recorder.stop()         # (the job failed: its files are dropped with its folder)
+            except Exception:
+                pass
         if machine is not None:
             machine.close()             # a --drive's files are final now
         snapshot_cli.discard_written(args)
