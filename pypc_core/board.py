@@ -22,6 +22,8 @@ declaration -- the motherboard's chips and memory included -- goes into one
 memory byte are a start-up error naming both.
 """
 
+import functools
+
 import attrs
 
 from .bus.memory import Handler, MemoryMapError
@@ -259,12 +261,15 @@ class Backplane:
 
     def __init__(self, memory=None, ports=None, clock=None, pic=None, dma=None,
                  reschedule=None, options=None, resources=None, diagnostics=None,
-                 storage=None):
+                 storage=None, clock_returns_int=False):
         from .bus import MemoryMap, PortMap
         from .diagnostics import Diagnostics
         self.memory = memory if memory is not None else MemoryMap()
         self.ports = ports if ports is not None else PortMap()
         self.clock = clock if clock is not None else (lambda: 0)
+        # a clock known to return a Python int (the Machine's) is handed to
+        # the boards as it is; any other is wrapped in int()
+        self.clock_is_int = clock is None or clock_returns_int
         self.ports.clock = self.clock
         self.pic = pic
         self.dma = dma
@@ -308,6 +313,12 @@ class Board:
         self.claimed_ports = []
         self.claimed_memory = []     # (base, size, kind)
         self.fast_paths = []         # (port, kind name)
+        # the two calls devices make on their hot paths, bound straight to
+        # what serves them (the methods below document them): a chip asks the
+        # clock at every port access and marks its peeked ports at every IRQ
+        if backplane.clock_is_int:
+            self.clock = backplane.clock
+        self.ports_changed = functools.partial(backplane.ports.mark_dirty, name)
 
     # -- facts --------------------------------------------------------------
     @property

@@ -220,7 +220,8 @@ class Machine(ExitHandling):
         self.backplane = Backplane(self.memory, self.ports, self.clock, self.pic, self.dma,
                                    reschedule=self.scheduler.invalidate,
                                    options=self.options, resources=self.resources,
-                                   diagnostics=self.diagnostics, storage=_Storage(self))
+                                   diagnostics=self.diagnostics, storage=_Storage(self),
+                                   clock_returns_int=True)
         for name, chip, how in (("pic", self.pic, {}), ("pit", self.pit, {"timed": True}),
                                 ("keyboard", self.keyboard, {"timed": True}),
                                 ("ppi", self.ppi, {"feeds_timed": True}),
