@@ -29,8 +29,10 @@ that key (video memory, registers, blink phases) differs from the last
 frame's; an unchanged picture is encoded again from the last one.
 
 Every frame is at the mode's native resolution (CGA 640x200, VGA 720x400
-text, 320x200 mode 13h ...); the pixel aspect (``pixel_aspect()``) is the
-stream's sample aspect ratio where the container has one (MKV, MP4, WebM),
+text, 320x200 mode 13h ...); the pixel aspect (``pixel_aspect()``) is stored as the
+stream's sample aspect ratio: exactly in MKV, MP4 and APNG (its pHYs chunk),
+as the nearest step GIF's header can say ((N + 15) / 64: 13/32 for the
+CGA's 5/12), and not at all in WebM (its VP9 stream has no field for it);
 nothing is resampled.  GIF frames are exact (a card shows at most 256
 colours), one for every second frame of the card (GIF delays are whole
 hundredths of a second, and browsers stretch those under 2/100 s); yuv420p needs even sizes, so MP4/WebM add one black column/line to
@@ -174,9 +176,10 @@ class _Segment:
             v.width, v.height = self.enc_w, self.enc_h
             v.pix_fmt = pix_fmt
             v.codec_context.time_base = TIME_BASE
-            if ext != ".gif" and ext != ".apng":
-                v.codec_context.sample_aspect_ratio = aspect
-                v.sample_aspect_ratio = aspect
+            # (MKV and MP4 carry it exactly, APNG in its pHYs chunk, GIF as
+            # the nearest (N + 15) / 64 of its header; VP9 in WebM drops it)
+            v.codec_context.sample_aspect_ratio = aspect
+            v.sample_aspect_ratio = aspect
             self._bitexact(v)
             self.video = v
             self.audio = None

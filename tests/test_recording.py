@@ -142,7 +142,8 @@ def test_the_same_file_bytes_at_any_speed(tmp_path, ext):
 
 @pytest.mark.parametrize("ext,lossless,sound,sar", [
     (".mp4", False, True, Fraction(5, 12)), (".webm", False, True, None),
-    (".gif", True, False, None), (".apng", True, False, None)])
+    (".gif", True, False, Fraction(13, 32)),        # GIF's nearest (N + 15) / 64
+    (".apng", True, False, Fraction(5, 12))])
 def test_every_format(tmp_path, ext, lossless, sound, sar):
     img = floppy(tmp_path / "beep.img", beep_boot(1193))
     out = tmp_path / ("out" + ext)
