@@ -40,23 +40,7 @@ from pypc_core import frontends  # noqa: E402
 from pypc_core.cpu import state as S  # noqa: E402
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
 
-# mov ax,0B800h / mov es,ax / cld / l: xor di,di / mov cx,2000 / inc ax /
-# rep stosw / jmp l
-CHURN = bytes.fromhex("B800B8 8EC0 FC 31FF B9D007 40 F3AB EBF6")
-# mov ax,0B800h / mov es,ax / l: inc byte [es:0] / mov cx,1000 / m: loop m / jmp l
-COUNTER = bytes.fromhex("B800B8 8EC0 26FE060000 B9E803 E2FE EBF4")
-GUESTS = {"churn": CHURN, "counter": COUNTER}
-
-
-def floppy(folder, code):
-    image = bytearray(368640)
-    image[:len(code)] = code
-    image[510:512] = b"\x55\xaa"
-    path = os.path.join(folder, "guest.img")
-    with open(path, "wb") as fh:
-        fh.write(image)
-    return path
-
+from _viewer_bench import GUESTS, best_of_rounds, boot_to_guest, floppy, report, timed  # noqa: E402
 
 class Viewer(threading.Thread):
     """A VNC client that keeps one incremental request pending and reads
@@ -153,24 +137,9 @@ class TelnetViewer(threading.Thread):
         self.sock.close()
 
 
-def timed(machine, seconds):
-    """(host seconds, CPU seconds of the whole process -- viewer threads
-    included) to run ``seconds`` of emulated time."""
-    frame = CPU_HZ // 60
-    end = machine.clock() + int(seconds * CPU_HZ)
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    while machine.clock() < end:
-        machine.run_for(min(frame, end - machine.clock()))
-    return time.perf_counter() - t0, time.process_time() - c0
-
-
 def measure(image, setting, seconds):
     with Machine(MachineConfig(floppy_a=image)) as m:
-        while not 0x7C00 <= (int(m.cpu.regs[S.CS]) << 4) + int(m.cpu.regs[S.IP]) < 0x7E00:
-            m.run_for(CPU_HZ // 60)                      # boot to the guest
-            if m.clock() > 30 * CPU_HZ:
-                raise SystemExit("the guest did not start")
+        boot_to_guest(m)
         telnet, vnc = setting == "telnet", setting.startswith("vnc")
         args = argparse.Namespace(telnet_port=0 if telnet else None, no_telnet=not telnet,
                                   vnc_port=0 if vnc else None, no_vnc=not vnc,
@@ -215,32 +184,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         for guest, code in GUESTS.items():
             image = floppy(folder, code)
-            measure(image, "none", 0.2)                  # compile / warm up
-            best = {}
-            for _ in range(args.rounds):
-                for setting in settings:
-                    dt, cpu, updates, sent = measure(image, setting, args.seconds)
-                    if setting not in best or dt < best[setting][0]:
-                        best[setting] = (dt, best.get(setting, (0, cpu))[1], updates, sent)
-                    best[setting] = best[setting][:1] + (min(cpu, best[setting][1]),) \
-                        + best[setting][2:]
-            base, base_cpu = best["none"][:2]
-            print(f"{guest}: {args.seconds:g} emulated s, best of {args.rounds}")
-            rows = {}
-            for setting in settings:
-                dt, cpu, updates, sent = best[setting]
-                slowdown = dt / base - 1
-                extra_cpu = cpu / base_cpu - 1
-                rate = f"{updates / dt:5.1f} updates/s" if updates is not None else " " * 16
-                print(f"  {setting:9s} host {dt:6.3f} s ({slowdown * 100:+6.1f} %)  "
-                      f"CPU {cpu:6.3f} s ({extra_cpu * 100:+6.1f} %)  "
-                      f"{args.seconds / dt:6.1f}x real time  {rate}  "
-                      f"{sent / dt / 1e3:8.1f} kB/s")
-                rows[setting] = {"host_s": round(dt, 4), "slowdown": round(slowdown, 4),
-                                 "cpu_s": round(cpu, 4), "extra_cpu": round(extra_cpu, 4),
-                                 "updates_per_s": None if updates is None
-                                 else round(updates / dt, 1),
-                                 "bytes_per_s": round(sent / dt)}
+            best = best_of_rounds(measure, image, settings, args.seconds, args.rounds)
+            rows = report(guest, best, settings, args.seconds, args.rounds, width=9)
             figures[guest] = rows
     print(json.dumps({"benchmark": "vnc", "emulated_seconds": args.seconds,
                       "figures": figures}))

@@ -54,21 +54,10 @@ from pypc_core import frontends  # noqa: E402
 from pypc_core.cpu import state as S  # noqa: E402
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
 
-# (benchmark_vnc.py's guests)
-CHURN = bytes.fromhex("B800B8 8EC0 FC 31FF B9D007 40 F3AB EBF6")
-COUNTER = bytes.fromhex("B800B8 8EC0 26FE060000 B9E803 E2FE EBF4")
-GUESTS = {"churn": CHURN, "counter": COUNTER}
+from _viewer_bench import (COUNTER, GUESTS, best_of_rounds, boot_to_guest, floppy,  # noqa: E402
+                          report, timed)
+
 LATENCY_CELL = (12, 40)                 # row, column: the tile at x 320, y 96
-
-
-def floppy(folder, code):
-    image = bytearray(368640)
-    image[:len(code)] = code
-    image[510:512] = b"\x55\xaa"
-    path = os.path.join(folder, "guest.img")
-    with open(path, "wb") as fh:
-        fh.write(image)
-    return path
 
 
 # -- the page: a process of its own ---------------------------------------------------------
@@ -113,13 +102,6 @@ class Page:
         self.proc.wait()
 
 
-def boot_to_guest(m):
-    while not 0x7C00 <= (int(m.cpu.regs[S.CS]) << 4) + int(m.cpu.regs[S.IP]) < 0x7E00:
-        m.run_for(CPU_HZ // 60)
-        if m.clock() > 30 * CPU_HZ:
-            raise SystemExit("the guest did not start")
-
-
 def web_args(on):
     return argparse.Namespace(telnet_port=None, no_telnet=True, vnc_port=None, no_vnc=True,
                               web=0 if on else None, listen=None, audio=None, no_sound=True,
@@ -132,16 +114,6 @@ def first_update(m, page):
         if time.monotonic() > deadline:
             raise SystemExit("the page got no picture")
         m.run_for(CPU_HZ // 60)
-
-
-def timed(machine, seconds):
-    frame = CPU_HZ // 60
-    end = machine.clock() + int(seconds * CPU_HZ)
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    while machine.clock() < end:
-        machine.run_for(min(frame, end - machine.clock()))
-    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def measure(image, setting, seconds):
@@ -276,29 +248,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         for guest, code in GUESTS.items():
             image = floppy(folder, code)
-            measure(image, "none", 0.2)                  # compile / warm up
-            best = {}
-            for _ in range(args.rounds):
-                for setting in settings:
-                    dt, cpu, updates, sent = measure(image, setting, args.seconds)
-                    if setting not in best or dt < best[setting][0]:
-                        best[setting] = (dt, cpu, updates, sent)
-            base, base_cpu = best["none"][:2]
-            print(f"{guest}: {args.seconds:g} emulated s turbo, best of {args.rounds}")
-            rows = {}
-            for setting in settings:
-                dt, cpu, updates, sent = best[setting]
-                slowdown = dt / base - 1
-                extra_cpu = cpu / base_cpu - 1
-                rate = f"{updates / dt:5.1f} updates/s" if updates is not None else " " * 16
-                print(f"  {setting:5s} host {dt:6.3f} s ({slowdown * 100:+6.1f} %)  "
-                      f"CPU {cpu:6.3f} s ({extra_cpu * 100:+6.1f} %)  {rate}  "
-                      f"{sent / dt / 1e3:8.1f} kB/s")
-                rows[setting] = {"host_s": round(dt, 4), "slowdown": round(slowdown, 4),
-                                 "cpu_s": round(cpu, 4), "extra_cpu": round(extra_cpu, 4),
-                                 "updates_per_s": None if updates is None
-                                 else round(updates / dt, 1),
-                                 "bytes_per_s": round(sent / dt)}
+            best = best_of_rounds(measure, image, settings, args.seconds, args.rounds)
+            rows = report(guest, best, settings, args.seconds, args.rounds)
             figures[guest] = rows
         lat = {}
         kinds = [("received", False)] + ([("drawn in Chromium", True)] if args.browser else [])
