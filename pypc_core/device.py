@@ -151,6 +151,10 @@ class VideoDevice(Protocol):
     ``vram_bytes() -> bytes``
         the card's text-mode memory as the CPU sees it at the declaration's
         first memory window.
+    ``contract_cells(rows) -> rows`` (optional)
+        :meth:`text_page`'s cells as the RPC contract reads them, for a card
+        whose contract reading differs from what its display shows (the
+        CGA: bit 7 is always ``blink``); without it the cells go as they are.
     """
 
     adapter: str

@@ -444,6 +444,24 @@ class CGA(Device):
     def text(self):
         return "\n".join(self.text_rows())
 
+    @staticmethod
+    def contract_cells(rows):
+        """The cells of :meth:`text_page` as the RPC contract reads a CGA
+        attribute (COMPAT: "CGA always has the blink bit"): bit 7 is
+        ``blink`` and bits 4..6 the background, whatever the mode register's
+        blink-enable bit makes the display show (only the VGA's attribute
+        controller switches bit 7 to a fourth background bit)."""
+        out = []
+        for row in rows:
+            new = []
+            for cell in row:
+                a = cell["attribute"]
+                if cell["background"] != (a >> 4) & 7 or cell["blink"] != bool(a & 0x80):
+                    cell = dict(cell, background=(a >> 4) & 7, blink=bool(a & 0x80))
+                new.append(cell)
+            out.append(new)
+        return out
+
     def text_page(self, page=None, display_address=None):
         """What video.text needs: the page selected by ``page`` or
         ``display_address`` (default: the displayed one)."""

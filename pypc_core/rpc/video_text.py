@@ -36,26 +36,10 @@ def text_result(ctl, selection, method="video.text"):
         raise invalid(f"{method}: {exc}", field="page" if page is not None
                       else "display_address") from None
     out = dict(out)
-    if video.adapter == "CGA":
-        out["cells"] = _cga_cells(out["cells"])
+    contract_cells = getattr(video, "contract_cells", None)
+    if contract_cells is not None:          # a card whose cells the contract reads its own way
+        out["cells"] = contract_cells(out["cells"])
     out["state_revision"] = ctl.revision
-    return out
-
-
-def _cga_cells(rows):
-    """The contract's reading of a CGA attribute (COMPAT: "CGA always has
-    the blink bit"): bit 7 is ``blink`` and bits 4..6 the background,
-    whatever the mode register's blink-enable bit says (only the VGA's
-    attribute controller switches bit 7 to a fourth background bit)."""
-    out = []
-    for row in rows:
-        new = []
-        for cell in row:
-            a = cell["attribute"]
-            if cell["background"] != (a >> 4) & 7 or cell["blink"] != bool(a & 0x80):
-                cell = dict(cell, background=(a >> 4) & 7, blink=bool(a & 0x80))
-            new.append(cell)
-        out.append(new)
     return out
 
 
