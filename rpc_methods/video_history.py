@@ -263,9 +263,9 @@ def start(ctl, params):
            "columns": h.mode[1], "display_address": h.mode[2], "mode": h.mode[0],
            "vram_base64": base64.b64encode(vram).decode("ascii"),
            "vram_sha256": hashlib.sha256(vram).hexdigest()}
-    if video.adapter == "VGA" and hasattr(video, "cursor"):
-        cur = {k: v for k, v in video.cursor().items() if v is not None}
-        out["cursor"] = cur
+    # the cursor as it stands (every VideoDevice has one): what a client
+    # replaying the journal starts from
+    out["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
     if hasattr(video, "planes"):
         font = video.planes[2].tobytes()
         out["font_base64"] = base64.b64encode(font).decode("ascii")
