@@ -155,6 +155,13 @@ class VideoDevice(Protocol):
         :meth:`text_page`'s cells as the RPC contract reads them, for a card
         whose contract reading differs from what its display shows (the
         CGA: bit 7 is always ``blink``); without it the cells go as they are.
+    ``font_plane() -> numpy.uint8[N]`` (optional)
+        a card whose font lives in its RAM (the VGA's plane 2): the video
+        history journals it in text modes.
+    ``snapshot_parts(graphics_mode) -> (components, fields)`` (optional)
+        what ``video.snapshot`` keeps beyond the text memory: more
+        components (bytes by name: the VGA's font and graphics memory) and
+        result fields (their layout, the cursor).
     """
 
     adapter: str

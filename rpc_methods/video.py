@@ -4,11 +4,10 @@ RAM and decoded text).  ``video.history.*`` lives in ``video_history``."""
 
 import collections
 
-import numpy as np
 
 from pypc_core import hookimpl
 from pypc_core.rpc import params as P
-from pypc_core.rpc.errors import invalid, not_found
+from pypc_core.rpc.errors import not_found
 from pypc_core.rpc.shapes import data_fields, sha256
 from pypc_core.rpc.video_text import adapter, parse_selection, text_result
 
@@ -44,20 +43,10 @@ def snapshot(ctl, params):
     text_bytes = "\n".join(page["text"]).encode("utf-8")
     components = {"vram": video.vram_bytes(), "text": text_bytes}
     extra = {}
-    planes = getattr(video, "planes", None)
-    if planes is not None:                      # VGA: plane 2 fonts, graphics planes
-        planes = np.asarray(planes).reshape(4, -1)[:, :0x10000]
-        components["font"] = planes[2].tobytes()
-        mode = page["graphics_mode"]
-        if mode == 0x12:
-            components["graphics_vram"] = planes.tobytes()
-            extra["graphics_vram_layout"] = "planes_0_to_3_concatenated"
-        elif mode == 0x13:
-            idx = np.arange(0x10000)
-            components["graphics_vram"] = planes[idx & 3, idx & 0xFFFC].tobytes()
-            extra["graphics_vram_layout"] = "chain4_guest_order"
-        if hasattr(video, "cursor"):
-            extra["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
+    parts = getattr(video, "snapshot_parts", None)  # a card with more than text memory
+    if parts is not None:
+        more, extra = parts(page["graphics_mode"])
+        components.update(more)
     snaps = _snapshots(ctl)
     snap_id = f"snap-{snaps.next}"
     snaps.next += 1

@@ -74,8 +74,8 @@ class History:
         self.vram = np.frombuffer(video.vram_bytes(), dtype=np.uint8).copy()
         # a VGA's plane 2 (the fonts): its bytes are journaled while the card
         # is in a text mode
-        planes = getattr(video, "planes", None)
-        self.font = None if planes is None else np.array(planes[2], dtype=np.uint8)
+        font_plane = getattr(video, "font_plane", None)     # a card with a font in RAM
+        self.font = None if font_plane is None else np.array(font_plane(), dtype=np.uint8)
         self.mode = self._mode()
         self.graphics = bool(video.is_graphics())
         self._pm = None                 # the port map observed (this machine's)
@@ -188,7 +188,7 @@ class History:
         if len(changed):
             self.vram = now.copy()
         if self.font is not None:
-            plane = self.video.planes[2]
+            plane = self.video.font_plane()
             changed = np.nonzero(plane != self.font)[0]
             for a in changed.tolist():
                 self._add("font", a, self.font[a], plane[a])
@@ -266,8 +266,8 @@ def start(ctl, params):
     # the cursor as it stands (every VideoDevice has one): what a client
     # replaying the journal starts from
     out["cursor"] = {k: v for k, v in video.cursor().items() if v is not None}
-    if hasattr(video, "planes"):
-        font = video.planes[2].tobytes()
+    if h.font is not None:
+        font = video.font_plane().tobytes()
         out["font_base64"] = base64.b64encode(font).decode("ascii")
         out["font_sha256"] = hashlib.sha256(font).hexdigest()
     return out

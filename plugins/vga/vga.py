@@ -930,6 +930,29 @@ class VGA(Device):
         declaration's first window)."""
         return self.text_view().tobytes()
 
+    def font_plane(self):
+        """Plane 2, the character generator's fonts, as the card holds it
+        (a live view: the video history journals it in text modes)."""
+        return self.planes[2]
+
+    def snapshot_parts(self, graphics_mode):
+        """What ``video.snapshot`` keeps of this card beyond its text:
+        ``(components, fields)`` -- the font plane, the graphics memory of
+        mode 12h (the four planes one after another) or 13h (chain-4, in
+        the guest's byte order) with its layout, and the cursor."""
+        planes = np.asarray(self.planes).reshape(4, -1)[:, :0x10000]
+        components = {"font": planes[2].tobytes()}
+        fields = {}
+        if graphics_mode == 0x12:
+            components["graphics_vram"] = planes.tobytes()
+            fields["graphics_vram_layout"] = "planes_0_to_3_concatenated"
+        elif graphics_mode == 0x13:
+            idx = np.arange(0x10000)
+            components["graphics_vram"] = planes[idx & 3, idx & 0xFFFC].tobytes()
+            fields["graphics_vram_layout"] = "chain4_guest_order"
+        fields["cursor"] = {k: v for k, v in self.cursor().items() if v is not None}
+        return components, fields
+
     def text_view(self):
         """The 32 KiB of text memory as the CPU sees it at B8000h with
         odd/even addressing (``uint8[32768]``: characters at even offsets
