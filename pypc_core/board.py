@@ -313,12 +313,14 @@ class Board:
         self.claimed_ports = []
         self.claimed_memory = []     # (base, size, kind)
         self.fast_paths = []         # (port, kind name)
-        # the two calls devices make on their hot paths, bound straight to
-        # what serves them (the methods below document them): a chip asks the
-        # clock at every port access and marks its peeked ports at every IRQ
+        # ports_changed(): values the core answers for this card's ``peek``
+        # ports changed outside a port access (an event, host input): re-read
+        # them.  Bound straight to the port map, as the clock below is when
+        # it returns ints already: a chip marks its ports at every IRQ and
+        # asks the clock at every port access.
+        self.ports_changed = functools.partial(backplane.ports.mark_dirty, name)
         if backplane.clock_is_int:
             self.clock = backplane.clock
-        self.ports_changed = functools.partial(backplane.ports.mark_dirty, name)
 
     # -- facts --------------------------------------------------------------
     @property
@@ -396,11 +398,6 @@ class Board:
         self._check_ports(ports)
         self._bp.ports.claim(self.name, ports, read=read, write=write, peek=peek)
         self.claimed_ports.extend(ports)
-
-    def ports_changed(self):
-        """Values the core answers for this card's ``peek`` ports changed
-        outside a port access (an event, host input): re-read them."""
-        self._bp.ports.mark_dirty(self.name)
 
     def add_publisher(self, publish):
         """Call ``publish()`` whenever the core's fast paths are switched

@@ -9,8 +9,7 @@ from .cpu import state as S
 from .debugger import Stop
 from .machine_errors import DeviceFault, MachineError
 
-PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
-_PREFIXES = PREFIXES
+_PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
 
 
 class ExitHandling:

@@ -344,8 +344,10 @@ def test_the_session_methods_are_listed_as_extensions(srv):
 
 
 def test_session_start_is_unsupported_inside_pypc_run(tmp_path, workdir):
-    """The launcher owns its machine's loop: the server inside ``pypc run``
-    refuses session.start and keeps its machine."""
+    """While a launcher loop holds the machine (its runs routed through the
+    controller: a DOS program's run), session.start is refused and the
+    machine stays; headless and live runs hand the loop over instead
+    (tests/test_rpc_serve.py, tests/test_live_terminal.py)."""
     from pypc_core.machine import Machine, MachineConfig
     from pypc_core.rpc.errors import RpcError
     from pypc_core.rpc.launch import LauncherRpc

@@ -7,10 +7,13 @@ given.
 
 :func:`start` builds the controller and the server for the launcher's
 machine and routes the machine's ``run_until_cycle`` (and so ``run_for``)
-through the controller: every run loop of the launcher -- headless, the live
-view, the built-in DOS -- then serves requests between slices and holds the
-guest while a client has it paused (returning to its loop every 50 ms of
-host time, so the display redraws and Ctrl-C is seen)."""
+through the controller, so a launcher loop that holds the machine (a DOS
+program's) serves requests between slices and holds the guest while a
+client has it paused (returning to its loop every 50 ms of host time, so the
+display redraws and Ctrl-C is seen).  A headless run and the live view
+without a DOS program give the controller the loop itself
+(``launcher.run_headless_served``, ``launcher.run_live``), so
+``session.start`` can replace the machine; :func:`serve` is ``--serve``."""
 
 import os
 import sys
