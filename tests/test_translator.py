@@ -379,3 +379,41 @@ def test_vectors_through_the_translator():
                     failures.append((stem, lineno, diff))
     assert not failures, failures[:5]
     assert runner.translated >= ran * 0.9
+
+
+def _same_state(a, b, where="state"):
+    """Deep comparison of Machine.get_state() trees (arrays, dicts, lists)."""
+    if isinstance(a, dict):
+        assert sorted(a) == sorted(b), where
+        for k in a:
+            _same_state(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same_state(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray):
+        diff = np.nonzero(np.asarray(a != b).ravel())[0]
+        assert not len(diff), f"{where} differs at {list(diff[:8])}"
+    else:
+        assert a == b, f"{where}: {a!r} != {b!r}"
+
+
+def test_a_cpu_heavy_dos_program_ends_in_the_same_machine(tmp_path):
+    from guest import dos as progs
+    from pypc_core.machine import CPU_HZ
+    runs = []
+    for cpu in ("interpret", "translate"):
+        folder = tmp_path / cpu
+        folder.mkdir()
+        progs.install(folder, "crunch")
+        text, code, m = progs.run(folder, "C:\\CRUNCH.COM", cpu=cpu)
+        try:
+            m.run_for(CPU_HZ // 10)          # the same tenth of a second after it
+            runs.append((text, code, m.screen_text(), m.get_state(), m.cpu.translator))
+        finally:
+            m.close()
+    (text_a, code_a, screen_a, state_a, _), (text_b, code_b, screen_b, state_b, tr) = runs
+    assert text_a.startswith("primes=03512 crc="), text_a
+    assert (text_a, code_a, screen_a) == (text_b, code_b, screen_b)
+    _same_state(state_a, state_b)
+    assert tr.stats()["translated"] >= 1
