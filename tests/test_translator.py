@@ -21,7 +21,7 @@ CS0, IP0 = 0x1000, 0x0100
 DS0, SS0, ES0 = 0x2000, 0x3000, 0x4000
 VECTORS = (Path(__file__).resolve().parents[1] / ".." / "shared" / "cpu-tests" / "8086").resolve()
 
-EAGER = dict(threshold=1, slice_cycles=300, compile_share=1.0, compile_allowance=1e9)
+EAGER = dict(threshold=1, slice_cycles=300, compile_budget=False)
 
 
 def make_cpu(code, seed=0, translate=None, ip=IP0, cs=CS0):
@@ -223,7 +223,7 @@ def test_the_standard_loop_is_translated_and_exact():
         "BB1000BA3412BD0300B91000BE02008B0401D0355A5A8940022A5401889400014681FE0003"
         "7503BE0002E2E34D75DAF4")
     states, executed = [], []
-    for translate in (None, dict(threshold=1, slice_cycles=2000)):
+    for translate in (None, dict(threshold=1, slice_cycles=2000, compile_budget=False)):
         cpu = make_cpu(code, 7, translate)
         assert cpu.run(1 << 40) == S.EXIT_HALT
         states.append(machine_state(cpu))
@@ -332,7 +332,7 @@ def test_a_snapshot_taken_under_the_translator_restores_under_the_interpreter():
 def test_the_compile_budget_holds_translation_back():
     code = bytes.fromhex("B9FFFFE2FEF4")           # mov cx, FFFFh ; loop $ ; hlt
     cpu = make_cpu(code, 8, dict(threshold=1, slice_cycles=1000, compile_share=0.0,
-                                 compile_allowance=0.0))
+                                 compile_per_emulated_s=0.0))
     assert cpu.run(1 << 30) == S.EXIT_HALT
     assert cpu.translator.stats()["translated"] == 0
 

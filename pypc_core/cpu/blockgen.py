@@ -36,7 +36,7 @@ mem2reg turns into SSA), flags are computed as full FLAGS words and LLVM's
 optimiser keeps only the bits something reads (a branch, an exit).
 """
 
-from llvmlite import ir
+from . import irtext as ir
 
 from . import state as S
 

@@ -34,6 +34,10 @@ import numpy as np
 
 from . import state as S
 from . import blockgen
+from .state import (C_BLOCK_STALE, C_CYCLES, C_DEADLINE, C_HALTED, C_INSTRUCTIONS,
+                    C_REP_RESUME, CS, EXIT_BUDGET, IP, XF_BLOCK)
+
+CPU_HZ = 4_772_727          # the 8088's clock (the machine's CPU_HZ)
 
 _engine = None
 
@@ -103,14 +107,19 @@ class Translator:
     """Translates a CPU's hot code (see the module docstring)."""
 
     def __init__(self, cpu, threshold=2, slice_cycles=200_000, compile_share=0.05,
-                 compile_allowance=0.02, max_regions=512, max_insns=blockgen.MAX_REGION_INSNS):
+                 compile_per_emulated_s=0.01, max_regions=512,
+                 max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
+                 compile_budget=True):
         if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
             raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
         self.cpu = cpu
         self.threshold = threshold
         self.slice_cycles = slice_cycles
         self.compile_share = compile_share
-        self.compile_allowance = compile_allowance
+        self.compile_per_emulated_s = compile_per_emulated_s
+        self.seconds_per_insn = seconds_per_insn      # the first estimate
+        self.compiled_insns = 0
+        self.compile_budget = compile_budget      # False: translate whatever is sampled (tests)
         self.max_regions = max_regions
         self.max_insns = max_insns
         self.table = np.zeros(S.MEM_SIZE, dtype=np.int64)
@@ -118,6 +127,7 @@ class Translator:
         self._owner = {}                 # pc -> Region entered there
         self._samples = {}
         self._untranslatable = set()
+        self._sizes = {}                 # (cs, ip) -> instructions of a region refused for its cost
         self.run_seconds = 0.0
         self.compile_seconds = 0.0
         self.translated = 0
@@ -130,63 +140,98 @@ class Translator:
         """Run the CPU to ``until_cycle`` in sampling slices; ``run_slice(c)``
         runs the core to cycle c and returns its exit reason."""
         ctl = self.cpu.ctl
+        if ctl[C_HALTED]:
+            # a halted CPU waits for the caller's deadline in one step (each
+            # wait is a CPU Tick, so no slice may split it); an idle machine
+            # comes here for every device event: nothing else to do
+            return run_slice(until_cycle)
+        slice_cycles = self.slice_cycles
+        clock = time.perf_counter
         while True:
-            if ctl[S.C_HALTED]:
-                # a halted CPU waits for the caller's deadline in one step
-                # (each wait is a CPU Tick): no sampling slice may split it
-                stop = until_cycle
-            else:
-                stop = min(until_cycle, int(ctl[S.C_CYCLES]) + self.slice_cycles)
-            t0 = time.perf_counter()
+            before = int(ctl[C_CYCLES])
+            stop = min(until_cycle, before + slice_cycles)
+            t0 = clock()
             reason = run_slice(stop)
-            self.run_seconds += time.perf_counter() - t0
-            if reason == S.EXIT_BUDGET and stop < until_cycle and ctl[S.C_REP_RESUME]:
-                # the sampling slice paused a REP string, which the core
-                # counts as an instruction again when it resumes; one run
-                # to until_cycle would have counted it once
-                ctl[S.C_INSTRUCTIONS] -= 1
-            if ctl[S.C_BLOCK_STALE]:
-                self.stale += int(ctl[S.C_BLOCK_STALE])
-                ctl[S.C_BLOCK_STALE] = 0
+            self.run_seconds += clock() - t0
+            if ctl[C_BLOCK_STALE]:
+                self.stale += int(ctl[C_BLOCK_STALE])
+                ctl[C_BLOCK_STALE] = 0
                 self._drop_stale()
-            self._sample()
-            if reason != S.EXIT_BUDGET or stop >= until_cycle:
-                ctl[S.C_DEADLINE] = until_cycle      # as one run would have left it
-                return reason
+            if reason == EXIT_BUDGET and stop < until_cycle:
+                if ctl[C_REP_RESUME]:
+                    # the sampling slice paused a REP string, which the core
+                    # counts as an instruction again when it resumes; one
+                    # run to until_cycle would have counted it once
+                    ctl[C_INSTRUCTIONS] -= 1
+                self._sample()
+                continue
+            if int(ctl[C_CYCLES]) - before >= slice_cycles // 8:
+                self._sample()       # a run the machine ended: a sample if it was long
+            ctl[C_DEADLINE] = until_cycle      # as one run would have left it
+            return reason
 
     def _sample(self):
         regs = self.cpu.regs
-        cs, ip = int(regs[S.CS]), int(regs[S.IP])
-        pc = ((cs << 4) + ip) & 0xFFFFF
-        if self.cpu.xflags[pc] & S.XF_BLOCK or (cs, ip) in self._untranslatable:
+        cs, ip = int(regs[CS]), int(regs[IP])
+        key = (cs, ip)
+        if self.cpu.xflags[((cs << 4) + ip) & 0xFFFFF] & XF_BLOCK or key in self._untranslatable:
             return
-        n = self._samples.get((cs, ip), 0) + 1
-        self._samples[(cs, ip)] = n
+        n = self._samples.get(key, 0) + 1
         if n < self.threshold:
+            self._samples[key] = n
             return
-        budget = self.compile_allowance + self.compile_share * self.run_seconds
-        if self.compile_seconds >= budget:
-            return
-        del self._samples[(cs, ip)]
-        self.translate(cs, ip)
+        self._samples.pop(key, None)
+        self._translate_within_budget(cs, ip)
 
-    # -- translating -------------------------------------------------------------
-    def translate(self, cs, ip):
-        """Translate the region entered at CS:IP now; returns the Region or
-        None when nothing there can be translated."""
-        mem = self.cpu.mem
-        read = lambda a: int(mem[a])
-        t0 = time.perf_counter()
+    def _translate_within_budget(self, cs, ip):
+        """Translate CS:IP if its estimated compile time fits the budget:
+        ``compile_share`` of the host time run so far, plus
+        ``compile_per_emulated_s`` for every emulated second after the first
+        (a machine that has run longer has shown more of what repays)."""
+        if self.compile_budget:
+            emulated_s = int(self.cpu.ctl[C_CYCLES]) / CPU_HZ
+            budget = self.compile_share * self.run_seconds + \
+                self.compile_per_emulated_s * max(0.0, emulated_s - 1.0)
+            # the size found last time (or a small region) before decoding
+            # again: a refused sample must cost next to nothing
+            size = self._sizes.get((cs, ip), 4)
+            if self.compile_seconds + self.seconds_per_insn * size > budget:
+                return None
         try:
-            insns, _ = blockgen.discover(read, cs, ip, self.max_insns)
+            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
         except blockgen.Untranslatable:
             insns = {}
         if not insns:
             self._untranslatable.add((cs, ip))
-            self.compile_seconds += time.perf_counter() - t0
             return None
+        if self.compile_budget and \
+                self.compile_seconds + self.seconds_per_insn * len(insns) > budget:
+            if len(self._sizes) > 4096:
+                self._sizes.clear()
+            self._sizes[(cs, ip)] = len(insns)
+            return None
+        return self._compile(cs, ip, insns)
+
+    # -- translating -------------------------------------------------------------
+    def _read(self, a):
+        return int(self.cpu.mem[a])
+
+    def translate(self, cs, ip):
+        """Translate the region entered at CS:IP now, whatever the budget;
+        returns the Region or None when nothing there can be translated."""
+        try:
+            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
+        except blockgen.Untranslatable:
+            insns = {}
+        if not insns:
+            self._untranslatable.add((cs, ip))
+            return None
+        return self._compile(cs, ip, insns)
+
+    def _compile(self, cs, ip, insns):
+        t0 = time.perf_counter()
         csb = cs << 4
-        code = blockgen.region_code_bytes(read, insns, csb)
+        code = blockgen.region_code_bytes(self._read, insns, csb)
         self._serial += 1
         name = "region_%d" % self._serial
         module = blockgen.RegionCompiler(name, cs, insns, code).compile()
@@ -199,6 +244,10 @@ class Translator:
         address = engine.get_function_address(name)
         seconds = time.perf_counter() - t0
         self.compile_seconds += seconds
+        self.compiled_insns += len(insns)
+        # what the next estimate uses: this process's measured cost per
+        # translated instruction so far
+        self.seconds_per_insn = self.compile_seconds / self.compiled_insns
         pcs = [(csb + i) & 0xFFFFF for i in insns]
         region = Region((cs, ip), cs, pcs, address, mod, len(insns), len(code), seconds)
         while len(self.regions) >= self.max_regions:
@@ -207,7 +256,7 @@ class Translator:
         for pc in pcs:
             self.table[pc] = address
             self._owner[pc] = region
-            self.cpu.xflags[pc] |= S.XF_BLOCK
+            self.cpu.xflags[pc] |= XF_BLOCK
         self.translated += 1
         return region
 
@@ -218,7 +267,7 @@ class Translator:
             if self._owner.get(pc) is region:
                 del self._owner[pc]
                 self.table[pc] = 0
-                xf[pc] &= ~np.uint8(S.XF_BLOCK)
+                xf[pc] &= ~np.uint8(XF_BLOCK)
         _, _, engine, _ = _llvm()
         engine.remove_module(region.module)
         self.evicted += 1
