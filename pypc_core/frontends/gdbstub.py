@@ -936,11 +936,11 @@ def check_args(args):
 class RoutedController:
     """A controller for a run without the JSON-RPC server (``--no-rpc``,
     ``--bare``): the machine's ``run_until_cycle`` goes through it, as
-    :class:`pypc_core.rpc.launch.LauncherRpc` routes it for the RPC."""
+    :class:`pypc_core.rpc.routed.RoutedServer` routes it for the RPC."""
 
     def __init__(self, machine):
         from ..rpc.controller import Controller
-        from ..rpc.launch import routed_runner
+        from ..rpc.routed import routed_runner
         from ..rpc.server import collect_methods
         self.machine = machine
         self.controller = Controller(machine)
