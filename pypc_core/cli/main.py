@@ -55,7 +55,7 @@ def version():
         import importlib.metadata
         return importlib.metadata.version("pypc")
     except Exception:       # running from a source tree that is not installed
-        from .. import __version__
+        from ..version import __version__
         return __version__
 
 
