@@ -15,6 +15,7 @@
 * :mod:`.snapshot`    -- ``--load/--save-snapshot``, ``--record``, ``--replay``
 * :mod:`.rpc`         -- the JSON-RPC server's options, ``--serve``
 * :mod:`.viewers`     -- the telnet/VNC/web viewers' and sound options
+* :mod:`.gdb`         -- ``--gdb``: the gdb remote stub's option and start
 
 ``pypc batch`` has its command line in :mod:`pypc_core.batch.cli`.  Nothing
 below this package imports it.  The entry points are ``pypc`` (the console

@@ -190,7 +190,7 @@ def run(args):
     from ..machine import Machine, MachineConfig
     from ..plugins import PluginManager
     check(args)
-    from ..frontends import gdbstub
+    from . import gdb as gdbstub
     gdbstub.check_args(args)
     loads = read_loads(args.load)
     plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default

@@ -1,6 +1,6 @@
 """The options of ``pypc run`` (:func:`add_run_arguments`; each part of the
 command line adds its own group: :mod:`.dos`, :mod:`.bare`, :mod:`.rpc`,
-:mod:`.viewers`, the gdb stub, :mod:`.snapshot`) and :func:`parse_run`, which
+:mod:`.viewers`, :mod:`.gdb`, :mod:`.snapshot`) and :func:`parse_run`, which
 selects the plugins first so their options exist.  ``pypc batch`` builds
 every job with these too."""
 
@@ -156,7 +156,7 @@ def add_run_arguments(parser):
     add_rpc_arguments(parser)
     from .viewers import add_arguments as add_viewer_arguments
     add_viewer_arguments(parser)
-    from ..frontends.gdbstub import add_arguments as add_gdb_arguments
+    from .gdb import add_arguments as add_gdb_arguments
     add_gdb_arguments(parser)
     from .snapshot import add_arguments as add_snapshot_arguments
     add_snapshot_arguments(parser)

@@ -95,7 +95,7 @@ def run(args):
     check_args(args)
     rpc_launch.check_serve(args)        # --serve
     viewer_options.check_args(args)     # --telnet-port, --vnc-port, --listen, --audio
-    from ..frontends import gdbstub
+    from . import gdb as gdbstub
     gdbstub.check_args(args)            # --gdb
     snapshot_cli.check(args)            # --load/--save-snapshot, --record, --replay
     try:
