@@ -86,7 +86,7 @@ def run_headless_served(machine, args, rpc, viewers=None):
     :func:`run_headless` does."""
     from ..rpc.controller import PAUSED_POLL_S
     controller, server = rpc.controller, rpc.server
-    machine.route_runs(None)            # the controller's loop, not the launcher's
+    machine.route_runs(None)            # the controller's loop, not this one's
     if viewers is not None:
         controller.adopt_hooks.append(viewers.follow)
     timeout = args.timeout

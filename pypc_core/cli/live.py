@@ -206,7 +206,7 @@ def run_live(machine, args, rpc=None):
     """The guest on this terminal until ``Ctrl-] q`` (exit 0), ``--until-text``
     or ``--timeout``; a signal (``kill -INT``) ends it with 128 + its number.
 
-    With a JSON-RPC server (``rpc``, the launcher's) and no DOS program, the
+    With a JSON-RPC server (``rpc``, the run's) and no DOS program, the
     controller owns the loop, as in a served headless run: every method
     works, ``session.start`` included, and the view, the keys and
     ``--until-text`` follow the machine it puts in place; ``--timeout``
@@ -216,7 +216,7 @@ def run_live(machine, args, rpc=None):
     from ..rpc.controller import PAUSED_POLL_S
     controller = rpc.controller if rpc is not None and machine.dos is None else None
     if controller is not None:
-        machine.route_runs(None)        # the controller's loop, not the launcher's
+        machine.route_runs(None)        # the controller's loop, not this one's
     fd_in = sys.stdin.fileno()
     sys.stdout.flush()
     fd_out = sys.stdout.fileno()

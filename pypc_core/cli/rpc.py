@@ -8,9 +8,9 @@ given.
 
 :func:`start` builds the controller and the server for the run's machine
 (:class:`pypc_core.rpc.routed.RoutedServer`), which routes the machine's
-``run_until_cycle`` (and so ``run_for``) through the controller, so a launcher loop that holds the machine (a DOS
-program's) serves requests between slices and holds the guest while a
-client has it paused (returning to its loop every 50 ms of host time, so the
+``run_until_cycle`` (and so ``run_for``) through the controller, so a
+loop of the run that holds the machine (a DOS program's) serves requests
+between slices and holds the guest while a client has it paused (returning to its loop every 50 ms of host time, so the
 display redraws and Ctrl-C is seen).  A headless run and the live view
 without a DOS program give the controller the loop itself
 (:func:`pypc_core.cli.headless.run_headless_served`,
@@ -124,7 +124,7 @@ def check_serve(args):
 def serve(machine, args, stream=None, viewers=None):
     """``pypc run --headless --serve``: run ``machine`` under the RPC
     controller until SIGINT/SIGTERM (exit 130/143).  Unlike the other
-    runs, no launcher loop holds the machine, so ``session.start`` may
+    runs, no command-line loop holds the machine, so ``session.start`` may
     replace it with a program's machine; ``viewers`` (the run's
     :class:`~pypc_core.frontends.Frontends`, if any) follow it there and
     are closed here, before the last session's machine."""

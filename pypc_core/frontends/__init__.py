@@ -41,7 +41,7 @@ class Frontends:
         self.speaker = None
         self.recorder = None
         #: the one-line error of a --video-out recording that failed while
-        #: running (the launcher reports it after the run has been closed)
+        #: running (``pypc run`` reports it after the run has been closed)
         self.recording_error = None
         self.stream = stream or sys.stderr
         self._hooked = False
