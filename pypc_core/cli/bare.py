@@ -210,6 +210,7 @@ def run(args):
         speed = 1.0
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
+                        cpu=getattr(args, "cpu", "interpret"),
                         debug_port=getattr(args, "debug_port", None),
                         symbols=list(getattr(args, "symbols", None) or []))
     # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout

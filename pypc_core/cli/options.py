@@ -106,6 +106,10 @@ def add_run_arguments(parser):
                    help="run as fast as possible (no real-time pacing)")
     g.add_argument("--speed", type=positive_float, metavar="X",
                    help="run at X times the speed of a real 4.77 MHz XT")
+    g.add_argument("--cpu", choices=("interpret", "translate"), default="interpret",
+                   help="how the 8088 executes: the interpreter alone (default), or with "
+                        "the block translator compiling hot code to native code (the "
+                        "same machine, faster on loops: docs/translator.md)")
     g = parser.add_argument_group("disks and firmware")
     g.add_argument("--floppy", metavar="IMAGE", help="floppy image for drive A:")
     g.add_argument("--floppy-b", metavar="IMAGE", help="floppy image for drive B:")

@@ -35,6 +35,7 @@ def config_from_args(args):
         host_dir=getattr(args, "host_dir", None),
         cow=args.cow or bool(args.cow_dir), cow_dir=args.cow_dir,
         bios=args.bios, option_roms=list(args.option_rom or []), speed=speed,
+        cpu=getattr(args, "cpu", "interpret"),
         plugin_manager=getattr(args, "plugin_manager", None), options=args,
         dos=getattr(args, "dos_config", None), debug_port=getattr(args, "debug_port", None),
         symbols=list(getattr(args, "symbols", None) or []))

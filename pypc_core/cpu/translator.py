@@ -1,0 +1,251 @@
+"""The block translator: hot guest code compiled to native code.
+
+``Translator`` watches where a CPU spends its time, compiles the regions
+(blockgen.py) around the hottest places with LLVM (llvmlite, which numba
+already brings) and enters them from the core's loop: ``core.run`` looks up
+``table[pc]`` where ``xflags`` carries XF_BLOCK and calls the region through
+``callptr.call_region``, so the core's own compiled code never changes with
+what is translated.
+
+Where is hot: the CPU runs in slices of ``slice_cycles`` while the translator
+is on; the CS:IP each slice ends at is a sample, and a place sampled
+``threshold`` times is translated (a region is entered at any of its
+instructions, so a sample anywhere in a loop finds it).  Sampling costs one
+return to Python per slice, nothing inside the loop.
+
+What it may spend: compiling takes host time the interpreter would have
+spent running the guest, so the translator keeps its compile time within
+``compile_share`` of the host time the CPU has run so far (plus
+``compile_allowance`` seconds at the start); a cold machine therefore never
+falls further behind the interpreter than that share.  The cache holds at
+most ``max_regions`` regions; the least recently translated goes first.
+
+Nothing here changes what the machine does: a region executes exactly the
+instructions the interpreter would have, with the same cycles, so which code
+is translated (it depends on host speed through the compile budget) never
+shows in the machine's state.
+"""
+
+import os
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from . import state as S
+from . import blockgen
+
+_engine = None
+
+
+def _llvm():
+    """The process's LLVM JIT (one MCJIT engine for every region)."""
+    global _engine
+    if _engine is None:
+        import llvmlite.binding as llvm
+        import numba  # noqa: F401  (numba initialises LLVM's targets)
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        tm = target.create_target_machine(opt=2, codemodel="jitdefault")
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        _engine = (llvm, tm, engine, pto)
+    return _engine
+
+
+PIPELINE = "light"
+
+
+def _optimise(llvm, tm, pto, mod):
+    """LLVM passes over a region's module.  Not the O2 pipeline: a region is
+    one function of straight-line code, branches and an entry switch, and
+    these passes give the code O2 gives it at a fraction of the compile
+    time (SROA puts the registers in SSA values, instcombine folds the
+    flag words to the bits read, GVN shares the address arithmetic, the
+    sinking pass moves what only an exit needs into the exit)."""
+    pb = llvm.create_pass_builder(tm, pto)
+    if PIPELINE == "O2":
+        pb.getModulePassManager().run(mod, pb)
+        return
+    fpm = llvm.create_new_function_pass_manager()
+    fpm.add_sroa_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_simplify_cfg_pass()
+    fpm.add_new_gvn_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_sinking_pass()
+    fpm.add_dead_code_elimination_pass()
+    fpm.add_simplify_cfg_pass()
+    for fn in mod.functions:
+        if not fn.is_declaration:
+            fpm.run(fn, pb)
+
+
+class Region:
+    """One translated region: its entry addresses and its LLVM module."""
+
+    __slots__ = ("key", "cs", "pcs", "address", "module", "instructions", "code_bytes",
+                 "compile_seconds")
+
+    def __init__(self, key, cs, pcs, address, module, instructions, code_bytes, seconds):
+        self.key = key
+        self.cs = cs
+        self.pcs = pcs
+        self.address = address
+        self.module = module
+        self.instructions = instructions
+        self.code_bytes = code_bytes
+        self.compile_seconds = seconds
+
+
+class Translator:
+    """Translates a CPU's hot code (see the module docstring)."""
+
+    def __init__(self, cpu, threshold=2, slice_cycles=200_000, compile_share=0.05,
+                 compile_allowance=0.02, max_regions=512, max_insns=blockgen.MAX_REGION_INSNS):
+        if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+            raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
+        self.cpu = cpu
+        self.threshold = threshold
+        self.slice_cycles = slice_cycles
+        self.compile_share = compile_share
+        self.compile_allowance = compile_allowance
+        self.max_regions = max_regions
+        self.max_insns = max_insns
+        self.table = np.zeros(S.MEM_SIZE, dtype=np.int64)
+        self.regions = OrderedDict()     # key (cs, ip) -> Region
+        self._owner = {}                 # pc -> Region entered there
+        self._samples = {}
+        self._untranslatable = set()
+        self.run_seconds = 0.0
+        self.compile_seconds = 0.0
+        self.translated = 0
+        self.evicted = 0
+        self.stale = 0
+        self._serial = 0
+
+    # -- the run loop ------------------------------------------------------------
+    def run(self, run_slice, until_cycle):
+        """Run the CPU to ``until_cycle`` in sampling slices; ``run_slice(c)``
+        runs the core to cycle c and returns its exit reason."""
+        ctl = self.cpu.ctl
+        while True:
+            if ctl[S.C_HALTED]:
+                # a halted CPU waits for the caller's deadline in one step
+                # (each wait is a CPU Tick): no sampling slice may split it
+                stop = until_cycle
+            else:
+                stop = min(until_cycle, int(ctl[S.C_CYCLES]) + self.slice_cycles)
+            t0 = time.perf_counter()
+            reason = run_slice(stop)
+            self.run_seconds += time.perf_counter() - t0
+            if reason == S.EXIT_BUDGET and stop < until_cycle and ctl[S.C_REP_RESUME]:
+                # the sampling slice paused a REP string, which the core
+                # counts as an instruction again when it resumes; one run
+                # to until_cycle would have counted it once
+                ctl[S.C_INSTRUCTIONS] -= 1
+            if ctl[S.C_BLOCK_STALE]:
+                self.stale += int(ctl[S.C_BLOCK_STALE])
+                ctl[S.C_BLOCK_STALE] = 0
+                self._drop_stale()
+            self._sample()
+            if reason != S.EXIT_BUDGET or stop >= until_cycle:
+                ctl[S.C_DEADLINE] = until_cycle      # as one run would have left it
+                return reason
+
+    def _sample(self):
+        regs = self.cpu.regs
+        cs, ip = int(regs[S.CS]), int(regs[S.IP])
+        pc = ((cs << 4) + ip) & 0xFFFFF
+        if self.cpu.xflags[pc] & S.XF_BLOCK or (cs, ip) in self._untranslatable:
+            return
+        n = self._samples.get((cs, ip), 0) + 1
+        self._samples[(cs, ip)] = n
+        if n < self.threshold:
+            return
+        budget = self.compile_allowance + self.compile_share * self.run_seconds
+        if self.compile_seconds >= budget:
+            return
+        del self._samples[(cs, ip)]
+        self.translate(cs, ip)
+
+    # -- translating -------------------------------------------------------------
+    def translate(self, cs, ip):
+        """Translate the region entered at CS:IP now; returns the Region or
+        None when nothing there can be translated."""
+        mem = self.cpu.mem
+        read = lambda a: int(mem[a])
+        t0 = time.perf_counter()
+        try:
+            insns, _ = blockgen.discover(read, cs, ip, self.max_insns)
+        except blockgen.Untranslatable:
+            insns = {}
+        if not insns:
+            self._untranslatable.add((cs, ip))
+            self.compile_seconds += time.perf_counter() - t0
+            return None
+        csb = cs << 4
+        code = blockgen.region_code_bytes(read, insns, csb)
+        self._serial += 1
+        name = "region_%d" % self._serial
+        module = blockgen.RegionCompiler(name, cs, insns, code).compile()
+        llvm, tm, engine, pto = _llvm()
+        mod = llvm.parse_assembly(str(module))
+        mod.verify()
+        _optimise(llvm, tm, pto, mod)
+        engine.add_module(mod)
+        engine.finalize_object()
+        address = engine.get_function_address(name)
+        seconds = time.perf_counter() - t0
+        self.compile_seconds += seconds
+        pcs = [(csb + i) & 0xFFFFF for i in insns]
+        region = Region((cs, ip), cs, pcs, address, mod, len(insns), len(code), seconds)
+        while len(self.regions) >= self.max_regions:
+            self._evict(next(iter(self.regions.values())))
+        self.regions[region.key] = region
+        for pc in pcs:
+            self.table[pc] = address
+            self._owner[pc] = region
+            self.cpu.xflags[pc] |= S.XF_BLOCK
+        self.translated += 1
+        return region
+
+    def _evict(self, region):
+        self.regions.pop(region.key, None)
+        xf = self.cpu.xflags
+        for pc in region.pcs:
+            if self._owner.get(pc) is region:
+                del self._owner[pc]
+                self.table[pc] = 0
+                xf[pc] &= ~np.uint8(S.XF_BLOCK)
+        _, _, engine, _ = _llvm()
+        engine.remove_module(region.module)
+        self.evicted += 1
+
+    def _drop_stale(self):
+        # a region whose code changed was cut off where it was found
+        # stale; drop every region with an entry the core cut off
+        for region in list(self.regions.values()):
+            if any(self.table[pc] == 0 and self._owner.get(pc) is region for pc in region.pcs):
+                self._evict(region)
+                self.evicted -= 1
+
+    def flush(self):
+        """Drop every translation (the memory under them was replaced)."""
+        for region in list(self.regions.values()):
+            self._evict(region)
+        self._samples.clear()
+        self._untranslatable.clear()
+
+    def stats(self):
+        return {
+            "regions": len(self.regions),
+            "translated": self.translated,
+            "evicted": self.evicted,
+            "stale": self.stale,
+            "instructions": sum(r.instructions for r in self.regions.values()),
+            "code_bytes": sum(r.code_bytes for r in self.regions.values()),
+            "compile_seconds": round(self.compile_seconds, 6),
+            "run_seconds": round(self.run_seconds, 6),
+        }
