@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 
-from .bench import standard_loop_code
+from .bench_loop import standard_loop_code
 from .machine import CPU_HZ, Machine, MachineConfig
 
 REAL_MHZ = CPU_HZ / 1e6

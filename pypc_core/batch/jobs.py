@@ -101,7 +101,7 @@ def _validator():
 def run_parser():
     """A fresh ``pypc run`` parser (the run subparser's options,
     :func:`pypc_core.cli.add_run_arguments`) whose errors raise."""
-    from ..cli import add_run_arguments
+    from ..cli.options import add_run_arguments
     return add_run_arguments(_RaisingParser(prog="pypc run"))
 
 
@@ -233,7 +233,7 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
     argv, unknown = _argv(job, actions, base_dir, where)
     forced = ["--headless", "--no-rpc", "--no-viewers"]
     try:
-        from ..cli import parse_run
+        from ..cli.options import parse_run
         if unknown:
             # plugin options exist once the job's plugins are selected
             probe = run_parser()
@@ -304,9 +304,9 @@ def check_args(args):
     the built-in DOS's, the snapshot options'), writing nothing: a job's
     ``load_snapshot`` bundle is only opened and checked here; the worker
     writes its disks into the job's own folder."""
-    from .. import launcher
-    from ..dos import launch as dos_launch
-    from ..snapshot import cli as snapshot_cli
+    from ..cli import run as launcher
+    from ..cli import dos as dos_launch
+    from ..cli import snapshot as snapshot_cli
     launcher.check_args(args)
     for option, path in (("--floppy", args.floppy), ("--floppy-b", args.floppy_b),
                          ("--hdd", args.hdd), ("--bios", args.bios),

@@ -1,6 +1,6 @@
 """Run one checked batch job in this process: the machine ``pypc run``
 would build from the job's command line, the headless loop ``pypc run``
-uses (:func:`pypc_core.launcher.headless_loop`), then what the job asked
+uses (:func:`pypc_core.cli.headless.headless_loop`), then what the job asked
 to collect.  Every worker of every backend runs jobs with :func:`run_job`.
 
 A job runs in a folder of its own (removed afterwards): its ``--drive``
@@ -104,7 +104,7 @@ def run_job(spec, snapshot_path=None, work_root=None):
             from ..bus.ports import PortConflictError
             if not isinstance(exc, (MemoryMapError, PortConflictError)):
                 exc = PypcError(f"{type(exc).__name__}: {exc}")
-        from ..cli import _one_line
+        from ..cli.errors import one_line as _one_line
         for key in list(result):
             if key not in ("id", "index"):
                 del result[key]
@@ -116,10 +116,10 @@ def run_job(spec, snapshot_path=None, work_root=None):
 
 
 def _run(spec, snapshot_path, work, result, blobs):
-    from .. import launcher
-    from ..cli import parse_run
+    from ..cli import headless, run as launcher
+    from ..cli.options import parse_run
     from ..machine import CPU_HZ, Machine
-    from ..snapshot import cli as snapshot_cli
+    from ..cli import snapshot as snapshot_cli
     from .jobs import check_args, run_parser
     args = parse_run(["run", *spec["argv"]], run_parser())
     if snapshot_path is not None and spec.get("fanout"):
@@ -159,7 +159,7 @@ def _run(spec, snapshot_path, work, result, blobs):
                       "replay_identical" if out["identical"] else "replay_diverged")
             exit_code = 0 if reason == "replay_identical" else 1
         else:
-            reason = launcher.headless_loop(machine, args)
+            reason = headless.headless_loop(machine, args)
             exit_code = exit_code_of(reason, machine, args)
         if recorder is not None:
             summary = recorder.stop()
