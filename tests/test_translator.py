@@ -95,7 +95,7 @@ def _modrm(rng, reg, memory=False):
 
 def _insn(rng):
     """One random instruction (bytes) that leaves SP and BP alone."""
-    k = rng.randrange(18)
+    k = rng.randrange(19)
     reg = rng.choice(GPR)
     if k < 4:            # ALU r/m, reg / reg, r/m (byte or word); to-reg forms only write GPRs
         aop = rng.randrange(8)
@@ -147,15 +147,40 @@ def _insn(rng):
         if m[0] >> 6 == 3:
             m[0] = (m[0] & ~7) | rng.choice(GPR)
         return [0xC7] + m + [rng.randrange(256), rng.randrange(256)]
-    if k == 13:          # a REP string (the interpreter's), a short count
+    if k == 13:          # a REP string (the interpreter's: a region ends there), a short count
         return [0xB9, rng.randrange(1, 9), 0, 0xF3, rng.choice((0xA4, 0xA5, 0xAA, 0xAB, 0xAC))]
     if k == 14:          # a segment override on a memory read
         return [rng.choice((0x26, 0x2E, 0x36, 0x3E)), 0x8B] + _modrm(rng, reg)
     if k == 15:          # flags through the stack, IF on and off (the interpreter's)
         return rng.choice(([0x9C, 0x9D], [0xFB], [0xFA]))
-    if k == 16:          # XCHG r/m and a shift (the interpreter's)
-        return [0x87, 0xC0 | (rng.choice(GPR) << 3) | rng.choice(GPR)] if rng.random() < 0.5 \
-            else [0xD1, 0xE0 | rng.choice(GPR)]
+    if k == 16:          # XCHG, shifts and rotates by 1 and by CL, on registers and memory
+        c = rng.randrange(4)
+        if c == 0:
+            return [0x87, 0xC0 | (rng.choice(GPR) << 3) | rng.choice(GPR)]
+        if c == 1:
+            return [0x86] + _modrm(rng, rng.randrange(4), memory=True)
+        m = _modrm(rng, rng.randrange(8))
+        if m[0] >> 6 == 3:
+            m[0] = (m[0] & ~7) | rng.choice(GPR)
+        if c == 2:
+            return [rng.choice((0xD0, 0xD1))] + m
+        return [0xB1, rng.randrange(0, 20), rng.choice((0xD2, 0xD3))] + m   # mov cl, n ; shift by CL
+    if k == 17:          # NOT/NEG/TEST, INC/DEC r/m, XLAT, string steps without REP
+        c = rng.randrange(4)
+        m = _modrm(rng, 0)
+        if m[0] >> 6 == 3:
+            m[0] = (m[0] & ~7) | rng.choice(GPR)
+        if c == 0:
+            op = rng.choice((0xF6, 0xF7))
+            m[0] = (m[0] & ~0x38) | (rng.choice((0, 2, 3)) << 3)
+            imm = [rng.randrange(256) for _ in range(1 + (op & 1))] if not m[0] & 0x30 else []
+            return [op] + m + imm
+        if c == 1:
+            m[0] = (m[0] & ~0x38) | (rng.randrange(2) << 3)
+            return [rng.choice((0xFE, 0xFF))] + m
+        if c == 2:
+            return [0xD7]
+        return [rng.choice((0xA4, 0xA5, 0xA6, 0xA7, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE, 0xAF))]
     return [0x90]
 
 
@@ -201,7 +226,7 @@ def _with_isr(cpu, isr_ip):
                                                      CS0 >> 8]), np.uint8)
 
 
-@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("seed", [*range(10), 11, 56])   # 11, 56: a REP paused past the deadline
 def test_random_programs_end_in_the_same_machine(seed):
     code, isr = random_program(seed)
     rng = random.Random(seed + 1000)

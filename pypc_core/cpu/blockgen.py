@@ -222,6 +222,36 @@ def decode(read, csb, ip):
         ins.imm = word() if ins.w else byte()
     elif op in (0xF5, 0xF8, 0xF9, 0xFC, 0xFD):
         ins.kind = "flag_op"
+    elif 0xD0 <= op <= 0xD3:
+        ins.kind = "shift"
+        ins.w = op & 1
+        modrm()
+    elif op == 0xF6 or op == 0xF7:
+        ins.w = op & 1
+        modrm()
+        if ins.reg > 3:
+            raise Untranslatable("MUL/IMUL/DIV/IDIV")
+        ins.kind = "group3"
+        if ins.reg <= 1:
+            ins.imm = word() if ins.w else byte()
+    elif op == 0xFE or op == 0xFF:
+        ins.w = op & 1
+        modrm()
+        if ins.reg <= 1:
+            ins.kind = "incdec_rm"
+        elif op == 0xFF and ins.reg in (2, 4):
+            ins.kind = "call_jmp_indirect"
+        else:
+            raise Untranslatable("FE/FF /%d" % ins.reg)
+    elif op == 0x86 or op == 0x87:
+        ins.kind = "xchg_rm"
+        ins.w = op & 1
+        modrm()
+    elif op in (0xA4, 0xA5, 0xA6, 0xA7, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE, 0xAF):
+        ins.kind = "string"
+        ins.w = op & 1
+    elif op == 0xD7:
+        ins.kind = "xlat"
     else:
         raise Untranslatable("opcode %02Xh" % op)
     ins.length = pos - ip
@@ -232,20 +262,20 @@ def decode(read, csb, ip):
         ins.succ = ((nxt + ins.imm) & 0xFFFF,)
     elif ins.kind == "call":
         ins.succ = ((nxt + ins.imm) & 0xFFFF,)
-    elif ins.kind == "ret":
+    elif ins.kind in ("ret", "call_jmp_indirect"):
         ins.succ = ()
     else:
         ins.succ = (nxt,)
     return ins
 
 
-_BRANCHES = ("jcc", "loop", "jmp", "call", "ret")
+_BRANCHES = ("jcc", "loop", "jmp", "call", "ret", "call_jmp_indirect")
 
 
 def static_cycles(ins):
     """The cycles of ``ins`` where they do not depend on the run (all but a
     taken or not-taken branch), prefixes included; None for a branch."""
-    if ins.kind in ("jcc", "loop"):
+    if ins.kind in ("jcc", "loop") or (ins.kind == "shift" and ins.op & 2):
         return None
     return _CYCLES[ins.kind](ins) + 2 * ins.prefixes
 
@@ -281,7 +311,19 @@ _CYCLES = {
     "test_acc": lambda ins: 4,
     "mov_rm_imm": lambda ins: 10 + ins.eac + 4 * ins.w if ins.memop else 4,
     "flag_op": lambda ins: 2,
+    "shift": lambda ins: 15 + ins.eac + 8 * ins.w if ins.memop else 2,
+    "group3": lambda ins: ((11 + ins.eac if ins.memop else 5) if ins.reg <= 1
+                           else (16 + ins.eac + 8 * ins.w if ins.memop else 3)),
+    "incdec_rm": lambda ins: 15 + ins.eac + 8 * ins.w if ins.memop else 3,
+    "call_jmp_indirect": lambda ins: ((29 + ins.eac if ins.memop else 20) if ins.reg == 2
+                                      else (18 + ins.eac if ins.memop else 11)),
+    "xchg_rm": lambda ins: 17 + ins.eac + 8 * ins.w if ins.memop else 4,
+    "string": lambda ins: _STRING_CYCLES[(ins.op >> 1) & 7][ins.w],
+    "xlat": lambda ins: 11,
 }
+
+# non-repeated string instructions by kind ((op >> 1) & 7): (byte, word)
+_STRING_CYCLES = {2: (18, 26), 3: (22, 30), 5: (11, 15), 6: (12, 16), 7: (15, 19)}
 
 
 def segments(insns):
@@ -293,11 +335,14 @@ def segments(insns):
     for ins in insns.values():
         if ins.kind in _BRANCHES:
             leaders.update(ins.succ)
+    for ins in insns.values():
+        if static_cycles(ins) is None and ins.kind not in _BRANCHES:
+            leaders.add(ins.next_ip)        # its cost is known only when it runs
     rest = {}
     for ip in insns:
         total, cur = 0, insns[ip]
         while True:
-            if cur.kind in _BRANCHES:
+            if cur.kind in _BRANCHES or static_cycles(cur) is None:
                 break
             nxt = insns.get(cur.next_ip)
             if nxt is None or nxt.ip in leaders:
@@ -308,7 +353,7 @@ def segments(insns):
     return rest, leaders
 
 
-_TOUCHES_MEMORY = ("pushpop16", "call", "mov_moffs")
+_TOUCHES_MEMORY = ("pushpop16", "call", "mov_moffs", "string", "xlat", "call_jmp_indirect")
 
 
 def entry_points(insns, leaders, first):
@@ -404,7 +449,7 @@ class RegionCompiler:
 
     def compile(self):
         fn = self.fn
-        entry = fn.append_basic_block("entry")
+        entry = self.entry = fn.append_basic_block("entry")
         b = ir.IRBuilder(entry)
         self.regs_p, self.mem_p, self.pf_p, self.xf_p, self.ctl_p = (
             self.a_regs, self.a_mem, self.a_pf, self.a_xf, self.a_ctl)
@@ -412,6 +457,11 @@ class RegionCompiler:
         self.flags = b.alloca(I32, name="flags")
         self.cyc = b.alloca(I64, name="cyc")
         self.n = b.alloca(I64, name="n")
+        self.ip_slot = b.alloca(I32, name="ip")
+        self._exits = {}
+        self._exit_dynamic = None
+        self.dirty = set()            # registers some instruction writes
+        self.flags_dirty = False
         b.store(self.a_cycles, self.cyc)
         b.store(_c64(0), self.n)
         self.rest, self.leaders = segments(self.insns)
@@ -457,6 +507,7 @@ class RegionCompiler:
         for ip, ins in self.insns.items():
             b.position_at_end(self.bb_insn[ip])
             self._emit(b, ins)
+        self._finish_exits(b)
         return self.module
 
     def _stops_armed(self, b):
@@ -502,16 +553,36 @@ class RegionCompiler:
         return ok
 
     def _leave(self, b, ip_value):
-        """Leave the region at an instruction boundary with IP ``ip_value``
-        (every exit stores the registers itself: one shared exit block would
-        merge every register from every exit, which made LLVM slow)."""
-        ip_value = ip_value if isinstance(ip_value, ir.Value) else _c32(ip_value)
-        for i in range(8):
-            b.store(b.trunc(b.load(self.r[i]), I16), self._gep(b, self.regs_p, _c32(i)))
-        b.store(b.trunc(b.load(self.flags), I16), self._gep(b, self.regs_p, _c32(S.FLAGS)))
-        b.store(b.trunc(ip_value, I16), self._gep(b, self.regs_p, _c32(S.IP)))
-        b.store(b.load(self.n), self._gep(b, self.ctl_p, _c32(S.C_BLOCK_INSNS)))
-        b.ret(b.load(self.cyc))
+        """Leave the region at an instruction boundary with IP ``ip_value``.
+        Every exit to one IP shares a block, and the blocks are filled in
+        at the end (``_finish_exits``), when it is known which registers the
+        region writes: only those are stored back."""
+        if isinstance(ip_value, int):
+            block = self._exits.get(ip_value)
+            if block is None:
+                block = self._exits[ip_value] = self.fn.append_basic_block("x%04x" % ip_value)
+            b.branch(block)
+            return
+        b.store(ip_value, self.ip_slot)
+        if self._exit_dynamic is None:
+            self._exit_dynamic = self.fn.append_basic_block("x_dynamic")
+        b.branch(self._exit_dynamic)
+
+    def _finish_exits(self, b):
+        ends = [(blk, _c32(ip)) for ip, blk in self._exits.items()]
+        if self._exit_dynamic is not None:
+            ends.append((self._exit_dynamic, None))
+        for block, ip in ends:
+            b.position_at_end(block)
+            for i in sorted(self.dirty):
+                b.store(b.trunc(b.load(self.r[i]), I16), self._gep(b, self.regs_p, _c32(i)))
+            if self.flags_dirty:
+                b.store(b.trunc(b.load(self.flags), I16), self._gep(b, self.regs_p, _c32(S.FLAGS)))
+            if ip is None:
+                ip = b.load(self.ip_slot)
+            b.store(b.trunc(ip, I16), self._gep(b, self.regs_p, _c32(S.IP)))
+            b.store(b.load(self.n), self._gep(b, self.ctl_p, _c32(S.C_BLOCK_INSNS)))
+            b.ret(b.load(self.cyc))
 
     def _exit_if(self, b, cond, ip, name):
         """If ``cond``: leave before the instruction at ``ip`` (nothing of it done)."""
@@ -537,11 +608,16 @@ class RegionCompiler:
         else:
             self._leave(b, ip_value)
 
+    def _set_flags(self, b, v):
+        self.flags_dirty = True
+        b.store(v, self.flags)
+
     # -- registers ---------------------------------------------------------------
     def get16(self, b, r):
         return b.load(self.r[r])
 
     def set16(self, b, r, v):
+        self.dirty.add(r)
         b.store(b.and_(v, _c32(0xFFFF)), self.r[r])
 
     def get8(self, b, r):
@@ -551,6 +627,7 @@ class RegionCompiler:
         return b.and_(v, _c32(0xFF))
 
     def set8(self, b, r, v):
+        self.dirty.add(r & 3)
         old = b.load(self.r[r & 3])
         v = b.and_(v, _c32(0xFF))
         if r >= 4:
@@ -691,7 +768,7 @@ class RegionCompiler:
         else:
             rm = {1: b.or_, 4: b.and_, 6: b.xor}[op](x, y)
             f = self.szp(b, rm, w)
-        b.store(b.or_(keep, f), self.flags)
+        self._set_flags(b, b.or_(keep, f))
         return rm
 
     def incdec(self, b, v, dec, w):
@@ -711,7 +788,7 @@ class RegionCompiler:
             f = b.or_(f, b.select(b.icmp_unsigned("==", r, _c32(sgn)), _c32(S.F_OF), _c32(0)))
             f = b.or_(f, b.select(b.icmp_unsigned("==", b.and_(r, _c32(0xF)), _c32(0)),
                                   _c32(S.F_AF), _c32(0)))
-        b.store(b.or_(keep, f), self.flags)
+        self._set_flags(b, b.or_(keep, f))
         return r
 
     def cond(self, b, cc):
@@ -961,6 +1038,205 @@ class RegionCompiler:
         self.check(b, ins, writes=addrs)
         return 10 + ins.eac + 4 * w, ins.next_ip, self.write_mem(b, addrs, _c32(ins.imm))
 
+    def _rm_operand(self, b, ins, w, write):
+        """The r/m operand: (addresses or None, value); leaves before the
+        instruction unless its bytes are on direct pages."""
+        if not ins.memop:
+            return None, self.get_reg(b, ins.rm, w)
+        addrs = self.mem_operand(b, ins, w)
+        if write:
+            self.check(b, ins, writes=addrs)
+        else:
+            self.check(b, ins, reads=addrs)
+        return addrs, self.read_mem(b, addrs)
+
+    def _rm_store(self, b, ins, w, addrs, v):
+        if addrs is None:
+            self.set_reg(b, ins.rm, w, v)
+            return None
+        return self.write_mem(b, addrs, v)
+
+    def _shift_once(self, b, kind, v, cf, w):
+        """One step of the shift/rotate ``kind``: (value, cf, of) as i32."""
+        top = 15 if w else 7
+        mask = 0xFFFF if w else 0xFF
+        one = _c32(1)
+        bit = lambda x, n: b.and_(b.lshr(x, _c32(n)), one)
+        msb = bit(v, top)
+        if kind == 0:            # ROL
+            cf = msb
+            v = b.and_(b.or_(b.shl(v, one), msb), _c32(mask))
+            of = b.xor(bit(v, top), cf)
+        elif kind == 1:          # ROR
+            cf = b.and_(v, one)
+            v = b.or_(b.lshr(v, one), b.shl(cf, _c32(top)))
+            of = b.and_(b.xor(b.lshr(v, _c32(top)), b.lshr(v, _c32(top - 1))), one)
+        elif kind == 2:          # RCL
+            v = b.and_(b.or_(b.shl(v, one), cf), _c32(mask))
+            cf = msb
+            of = b.xor(bit(v, top), cf)
+        elif kind == 3:          # RCR
+            nv = b.or_(b.lshr(v, one), b.shl(cf, _c32(top)))
+            cf = b.and_(v, one)
+            v = nv
+            of = b.and_(b.xor(b.lshr(v, _c32(top)), b.lshr(v, _c32(top - 1))), one)
+        elif kind == 4:          # SHL
+            cf = msb
+            v = b.and_(b.shl(v, one), _c32(mask))
+            of = b.xor(bit(v, top), cf)
+        elif kind == 5:          # SHR
+            cf = b.and_(v, one)
+            of = msb
+            v = b.lshr(v, one)
+        elif kind == 6:          # SETMO (undocumented): all ones
+            cf, of, v = _c32(0), _c32(0), _c32(mask)
+        else:                    # SAR
+            cf = b.and_(v, one)
+            v = b.or_(b.lshr(v, one), b.shl(msb, _c32(top)))
+            of = _c32(0)
+        return v, cf, of
+
+    def _shift_flags(self, b, kind, v, cf, of, w):
+        fl = b.and_(b.load(self.flags), _c32(~(S.F_CF | S.F_OF) & 0xFFFF))
+        fl = b.or_(fl, b.or_(cf, b.shl(of, _c32(11))))          # CF bit 0, OF bit 11
+        if kind >= 4:
+            keep = ~(S.F_SF | S.F_ZF | S.F_PF | S.F_AF) & 0xFFFF
+            fl = b.or_(b.and_(fl, _c32(keep)), self.szp(b, v, w))
+            if kind == 4:
+                fl = b.or_(fl, b.and_(v, _c32(S.F_AF)))            # AF = bit 4 (0x10)
+        self._set_flags(b, fl)
+
+    def _k_shift(self, b, ins):
+        w, kind = ins.w, ins.reg
+        addrs, v = self._rm_operand(b, ins, w, write=True)
+        cf0 = b.and_(b.load(self.flags), _c32(S.F_CF))
+        if not ins.op & 2:       # by 1
+            v, cf, of = self._shift_once(b, kind, v, cf0, w)
+            self._shift_flags(b, kind, v, cf, of, w)
+            return static_cycles(ins) - 2 * ins.prefixes, ins.next_ip, \
+                self._rm_store(b, ins, w, addrs, v)
+        # by CL (not masked on the 8088): a loop; a count of 0 changes nothing
+        count = self.get8(b, 1)
+        cyc = b.zext(b.add(_c32(8 if not ins.memop else 20 + ins.eac + 8 * w),
+                           b.shl(count, _c32(2))), I64)
+        fn = self.fn
+        slot_v, slot_cf, slot_of, slot_n = (b.alloca(I32, entry=self.entry) for _ in range(4))
+        b.store(v, slot_v)
+        b.store(cf0, slot_cf)
+        b.store(_c32(0), slot_of)
+        b.store(count, slot_n)
+        head, body, done, skip, join = (fn.append_basic_block(n + "%04x" % ins.ip) for n in
+                                        ("sh_head", "sh_body", "sh_done", "sh_skip", "sh_join"))
+        b.cbranch(b.icmp_unsigned("==", count, _c32(0)), skip, head)
+        b.position_at_end(head)
+        n = b.load(slot_n)
+        b.cbranch(b.icmp_unsigned("==", n, _c32(0)), done, body)
+        b.position_at_end(body)
+        v2, cf2, of2 = self._shift_once(b, kind, b.load(slot_v), b.load(slot_cf), w)
+        b.store(v2, slot_v)
+        b.store(cf2, slot_cf)
+        b.store(of2, slot_of)
+        b.store(b.sub(n, _c32(1)), slot_n)
+        b.branch(head)
+        b.position_at_end(done)
+        v = b.load(slot_v)
+        self._shift_flags(b, kind, v, b.load(slot_cf), b.load(slot_of), w)
+        smc = self._rm_store(b, ins, w, addrs, v)
+        smc_slot = b.alloca(I1, entry=self.entry)
+        b.store(smc if smc is not None else ir.Constant(I1, 0), smc_slot)
+        b.branch(join)
+        b.position_at_end(skip)
+        b.store(ir.Constant(I1, 0), smc_slot)
+        b.branch(join)
+        b.position_at_end(join)
+        return b.sub(cyc, _c64(0)), ins.next_ip, b.load(smc_slot)
+
+    def _k_group3(self, b, ins):
+        w, kind = ins.w, ins.reg
+        addrs, v = self._rm_operand(b, ins, w, write=kind >= 2)
+        cyc = static_cycles(ins) - 2 * ins.prefixes
+        if kind <= 1:
+            self.alu(b, 4, v, _c32(ins.imm), w)
+            return cyc, ins.next_ip, None
+        if kind == 2:
+            r = b.and_(b.xor(v, _c32(-1)), _c32(0xFFFF if w else 0xFF))
+        else:
+            r = self.alu(b, 5, _c32(0), v, w)
+        return cyc, ins.next_ip, self._rm_store(b, ins, w, addrs, r)
+
+    def _k_incdec_rm(self, b, ins):
+        w = ins.w
+        addrs, v = self._rm_operand(b, ins, w, write=True)
+        r = self.incdec(b, v, ins.reg, w)
+        return static_cycles(ins) - 2 * ins.prefixes, ins.next_ip, \
+            self._rm_store(b, ins, w, addrs, r)
+
+    def _k_call_jmp_indirect(self, b, ins):
+        cyc = static_cycles(ins) - 2 * ins.prefixes
+        if ins.reg == 4:
+            _, target = self._rm_operand(b, ins, 1, write=False)
+            return cyc, target, None
+        # CALL: the operand and the push checked together, read before SP moves
+        if ins.memop:
+            addrs = self.mem_operand(b, ins, 1)
+            sp, paddrs = self._push_addrs(b)
+            self.check(b, ins, reads=addrs, writes=paddrs)
+            target = self.read_mem(b, addrs)
+        else:
+            target = self.get16(b, ins.rm)
+            sp, paddrs = self._push_addrs(b)
+            self.check(b, ins, writes=paddrs)
+        self.set16(b, S.SP, sp)
+        smc = self.write_mem(b, paddrs, _c32(ins.next_ip))
+        return cyc, target, smc
+
+    def _k_xchg_rm(self, b, ins):
+        w = ins.w
+        addrs, a = self._rm_operand(b, ins, w, write=True)
+        reg = self.get_reg(b, ins.reg, w)
+        smc = self._rm_store(b, ins, w, addrs, reg)
+        self.set_reg(b, ins.reg, w, a)
+        return static_cycles(ins) - 2 * ins.prefixes, ins.next_ip, smc
+
+    def _k_xlat(self, b, ins):
+        sb = self.segbase[ins.sov if ins.sov is not None else S.DS]
+        off = b.and_(b.add(self.get16(b, S.BX), self.get8(b, 0)), _c32(0xFFFF))
+        addrs = self.mem_addrs(b, sb, off, 0)
+        self.check(b, ins, reads=addrs)
+        self.set8(b, 0, self.read_mem(b, addrs))
+        return 11, ins.next_ip, None
+
+    def _k_string(self, b, ins):
+        w = ins.w
+        kind = (ins.op >> 1) & 7
+        size = 2 if w else 1
+        df = b.icmp_unsigned("!=", b.and_(b.load(self.flags), _c32(S.F_DF)), _c32(0))
+        step = b.select(df, _c32(-size & 0xFFFF), _c32(size))
+        src_sb = self.segbase[ins.sov if ins.sov is not None else S.DS]
+        es_sb = self.segbase[S.ES]
+        si, di = self.get16(b, S.SI), self.get16(b, S.DI)
+        src = self.mem_addrs(b, src_sb, si, w) if kind in (2, 3, 6) else []
+        dst = self.mem_addrs(b, es_sb, di, w) if kind in (2, 3, 5, 7) else []
+        writes = dst if kind in (2, 5) else []
+        reads = src + (dst if kind in (3, 7) else [])
+        self.check(b, ins, reads=reads, writes=writes)
+        smc = None
+        if kind == 2:                          # MOVS
+            smc = self.write_mem(b, dst, self.read_mem(b, src))
+        elif kind == 3:                        # CMPS
+            self.alu(b, 7, self.read_mem(b, src), self.read_mem(b, dst), w)
+        elif kind == 5:                        # STOS
+            smc = self.write_mem(b, dst, self.get_reg(b, 0, w))
+        elif kind == 6:                        # LODS
+            self.set_reg(b, 0, w, self.read_mem(b, src))
+        else:                                  # SCAS
+            self.alu(b, 7, self.get_reg(b, 0, w), self.read_mem(b, dst), w)
+        if kind in (2, 3, 6):
+            self.set16(b, S.SI, b.add(si, step))
+        if kind in (2, 3, 5, 7):
+            self.set16(b, S.DI, b.add(di, step))
+        return static_cycles(ins) - 2 * ins.prefixes, ins.next_ip, smc
+
     def _k_flag_op(self, b, ins):
         fl = b.load(self.flags)
         op = ins.op
@@ -969,7 +1245,7 @@ class RegionCompiler:
         else:
             bit = S.F_CF if op < 0xFA else S.F_DF
             fl = b.or_(fl, _c32(bit)) if op & 1 else b.and_(fl, _c32(~bit & 0xFFFF))
-        b.store(fl, self.flags)
+        self._set_flags(b, fl)
         return 2, ins.next_ip, None
 
 

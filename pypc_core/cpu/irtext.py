@@ -231,8 +231,15 @@ class IRBuilder:
     def trunc(self, v, t):
         return self._emit(t, f"trunc {v.type} {v.ref} to {t}")
 
-    def alloca(self, t, name=None):
-        return self._emit(t.as_pointer(), f"alloca {t}")
+    def alloca(self, t, name=None, entry=None):
+        """An alloca; with ``entry`` (the function's first block) it goes at
+        that block's start, where every alloca belongs (LLVM's mem2reg
+        promotes only those, and they dominate every use)."""
+        if entry is None:
+            return self._emit(t.as_pointer(), f"alloca {t}")
+        ref = f"%v{next(self._ids)}"
+        entry.lines.insert(0, f"  {ref} = alloca {t}")
+        return Value(t.as_pointer(), ref)
 
     def load(self, ptr, align=None):
         t = ptr.type.pointee

@@ -157,11 +157,13 @@ class Translator:
                 self.stale += int(ctl[C_BLOCK_STALE])
                 ctl[C_BLOCK_STALE] = 0
                 self._drop_stale()
-            if reason == EXIT_BUDGET and stop < until_cycle:
+            if reason == EXIT_BUDGET and stop < until_cycle and ctl[C_CYCLES] < until_cycle:
                 if ctl[C_REP_RESUME]:
                     # the sampling slice paused a REP string, which the core
-                    # counts as an instruction again when it resumes; one
-                    # run to until_cycle would have counted it once
+                    # counts as an instruction again when the next slice
+                    # resumes it; one run to until_cycle would have counted
+                    # it once.  (A string that paused at or past until_cycle
+                    # paused where that one run would have: no resume comes.)
                     ctl[C_INSTRUCTIONS] -= 1
                 self._sample()
                 continue
