@@ -14,11 +14,13 @@ instructions, so a sample anywhere in a loop finds it).  Sampling costs one
 return to Python per slice, nothing inside the loop.
 
 What it may spend: compiling takes host time the interpreter would have
-spent running the guest, so the translator keeps its compile time within
-``compile_share`` of the host time the CPU has run so far (plus
-``compile_allowance`` seconds at the start); a cold machine therefore never
-falls further behind the interpreter than that share.  The cache holds at
-most ``max_regions`` regions; the least recently translated goes first.
+spent running the guest.  A region is compiled only when its estimated cost
+(its size times the measured cost per instruction so far) keeps all compile
+time within ``compile_share`` of the host time the CPU has run plus
+``compile_per_emulated_s`` for each emulated second after the first, so a
+cold machine's first emulated second loses at most that share.  The cache
+holds at most ``max_regions`` regions; the least recently translated goes
+first.  docs/translator.md has the whole story and the measurements.
 
 Nothing here changes what the machine does: a region executes exactly the
 instructions the interpreter would have, with the same cycles, so which code
