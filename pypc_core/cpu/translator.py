@@ -45,7 +45,9 @@ _engine = None
 
 
 def _llvm():
-    """The process's LLVM JIT (one MCJIT engine for every region)."""
+    """The process's LLVM: a target machine for this host and one ORC JIT
+    (LLJIT) that every region's object code is linked into, each region in
+    a library of its own so that evicting it frees its code."""
     global _engine
     if _engine is None:
         import llvmlite.binding as llvm
@@ -53,10 +55,12 @@ def _llvm():
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(opt=2, codemodel="jitdefault")
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                          features=llvm.get_host_cpu_features().flatten(),
+                                          opt=2, codemodel="jitdefault")
+        jit = llvm.create_lljit_compiler(tm)
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
-        _engine = (llvm, tm, engine, pto)
+        _engine = (llvm, tm, jit, pto)
     return _engine
 
 
@@ -93,6 +97,7 @@ class Region:
 
     __slots__ = ("key", "cs", "pcs", "address", "module", "instructions", "code_bytes",
                  "compile_seconds")
+    # ``module`` is the JIT library holding the code: closing it frees the code
 
     def __init__(self, key, cs, pcs, address, module, instructions, code_bytes, seconds):
         self.key = key
@@ -239,13 +244,14 @@ class Translator:
         self._serial += 1
         name = "region_%d" % self._serial
         module = blockgen.RegionCompiler(name, cs, insns, code).compile()
-        llvm, tm, engine, pto = _llvm()
+        llvm, tm, jit, pto = _llvm()
         mod = llvm.parse_assembly(str(module))
         mod.verify()
         _optimise(llvm, tm, pto, mod)
-        engine.add_module(mod)
-        engine.finalize_object()
-        address = engine.get_function_address(name)
+        obj = tm.emit_object(mod)
+        library = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(name) \
+            .link(jit, "pypc_%d_%s" % (id(self), name))
+        address = library[name]
         seconds = time.perf_counter() - t0
         self.compile_seconds += seconds
         self.compiled_insns += len(insns)
@@ -253,7 +259,10 @@ class Translator:
         # translated instruction so far
         self.seconds_per_insn = self.compile_seconds / self.compiled_insns
         pcs = [(csb + i) & 0xFFFFF for i in insns]
-        region = Region((cs, ip), cs, pcs, address, mod, len(insns), len(code), seconds)
+        region = Region((cs, ip), cs, pcs, address, library, len(insns), len(code), seconds)
+        if region.key in self.regions:
+            self._evict(self.regions[region.key])
+            self.evicted -= 1
         while len(self.regions) >= self.max_regions:
             self._evict(next(iter(self.regions.values())))
         self.regions[region.key] = region
@@ -272,8 +281,9 @@ class Translator:
                 del self._owner[pc]
                 self.table[pc] = 0
                 xf[pc] &= ~np.uint8(XF_BLOCK)
-        _, _, engine, _ = _llvm()
-        engine.remove_module(region.module)
+        # nothing enters it any more: its library (the code) can go
+        region.module.close()
+        region.module = None
         self.evicted += 1
 
     def _drop_stale(self):
