@@ -30,7 +30,7 @@ def make_cpu(code, ip=0x100, flags=0, **regs):
         # every program through the block translator, translated where it
         # starts and wherever a slice ends (tests/test_translator.py runs
         # these files so)
-        cpu.translate(threshold=1, slice_cycles=500, compile_budget=False)
+        cpu.translate(threshold=1, slice_cycles=500, compile_budget=False, loops_only=False)
     return cpu
 
 

@@ -21,7 +21,9 @@ CS0, IP0 = 0x1000, 0x0100
 DS0, SS0, ES0 = 0x2000, 0x3000, 0x4000
 VECTORS = (Path(__file__).resolve().parents[1] / ".." / "shared" / "cpu-tests" / "8086").resolve()
 
-EAGER = dict(threshold=1, slice_cycles=300, compile_budget=False)
+# a machine's translator that translates whatever it samples, loops or not
+EAGER_MACHINE = dict(threshold=1, slice_cycles=2000, compile_budget=False, loops_only=False)
+EAGER = dict(threshold=1, slice_cycles=300, compile_budget=False, loops_only=False)
 
 
 def make_cpu(code, seed=0, translate=None, ip=IP0, cs=CS0):
@@ -248,7 +250,7 @@ def test_the_standard_loop_is_translated_and_exact():
         "BB1000BA3412BD0300B91000BE02008B0401D0355A5A8940022A5401889400014681FE0003"
         "7503BE0002E2E34D75DAF4")
     states, executed = [], []
-    for translate in (None, dict(threshold=1, slice_cycles=2000, compile_budget=False)):
+    for translate in (None, dict(threshold=1, slice_cycles=2000, compile_budget=False, loops_only=False)):
         cpu = make_cpu(code, 7, translate)
         assert cpu.run(1 << 40) == S.EXIT_HALT
         states.append(machine_state(cpu))
@@ -431,7 +433,8 @@ def test_a_cpu_heavy_dos_program_ends_in_the_same_machine(tmp_path):
         folder = tmp_path / cpu
         folder.mkdir()
         progs.install(folder, "crunch")
-        text, code, m = progs.run(folder, "C:\\CRUNCH.COM", cpu=cpu)
+        text, code, m = progs.run(folder, "C:\\CRUNCH.COM", cpu=cpu,
+                                  translator=EAGER_MACHINE if cpu == "translate" else None)
         try:
             m.run_for(CPU_HZ // 10)          # the same tenth of a second after it
             runs.append((text, code, m.screen_text(), m.get_state(), m.cpu.translator))

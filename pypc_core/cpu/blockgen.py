@@ -372,6 +372,33 @@ def entry_points(insns, leaders, first):
     return sorted(out)
 
 
+def has_loop(insns):
+    """True when the region's own instructions form a cycle: a loop it runs
+    natively, entered once.  (A loop through an instruction left to the
+    interpreter, an INT say, leaves the region every time round.)"""
+    state = {}                      # ip -> 1 on the DFS stack, 2 done
+    for root in insns:
+        if root in state:
+            continue
+        stack = [(root, iter(insns[root].succ))]
+        state[root] = 1
+        while stack:
+            ip, it = stack[-1]
+            for s in it:
+                if s not in insns:
+                    continue
+                if state.get(s) == 1:
+                    return True
+                if s not in state:
+                    state[s] = 1
+                    stack.append((s, iter(insns[s].succ)))
+                    break
+            else:
+                state[ip] = 2
+                stack.pop()
+    return False
+
+
 def discover(read, cs, entry_ip, max_insns=MAX_REGION_INSNS):
     """The region from CS:entry_ip: {ip: Insn} in discovery order (breadth
     first over static successors), and the set of exit IPs (successors that

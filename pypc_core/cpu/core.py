@@ -1679,7 +1679,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
                     exit_reason = EXIT_BREAKPOINT
                     break
             elif (x & (XF_BLOCK | XF_TRAP)) == XF_BLOCK and step_left == 0 and not held \
-                    and not regs[FLAGS] & F_TF and pc < blk.shape[0] and blk[pc] != 0:
+                    and not regs[FLAGS] & F_TF and blk.shape[0] > M20 + 2 and blk[pc] != 0:
                 # a translated region: it runs the instructions the loop
                 # would have run from here, each after this loop's own
                 # boundary checks (see blockgen.py), and returns at a boundary
@@ -1691,6 +1691,10 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
                 ctl[C_BLOCK_INSNS] = 0
                 if k > 0:
                     insns += k
+                    # the translator's own counters, after its table (not
+                    # machine state: what the translator learns from)
+                    blk[M20 + 1] += k
+                    blk[M20 + 2] += 1
                     continue
                 if k < 0:
                     # its code changed: never enter it here again (Python

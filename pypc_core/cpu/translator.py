@@ -114,9 +114,10 @@ class Translator:
     """Translates a CPU's hot code (see the module docstring)."""
 
     def __init__(self, cpu, threshold=2, slice_cycles=200_000, compile_share=0.05,
-                 compile_per_emulated_s=0.01, max_regions=512,
+                 compile_per_emulated_s=0.005, max_regions=512,
                  max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
-                 compile_budget=True):
+                 compile_budget=True, loops_only=True, explore_limit=0.06,
+                 saved_per_insn=8e-9):
         if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
             raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
         self.cpu = cpu
@@ -127,9 +128,14 @@ class Translator:
         self.seconds_per_insn = seconds_per_insn      # the first estimate
         self.compiled_insns = 0
         self.compile_budget = compile_budget      # False: translate whatever is sampled (tests)
+        self.loops_only = loops_only              # sampled regions must hold a loop
+        self.explore_limit = explore_limit
+        self.saved_per_insn = saved_per_insn
         self.max_regions = max_regions
         self.max_insns = max_insns
-        self.table = np.zeros(S.MEM_SIZE, dtype=np.int64)
+        # the entry table, then two counters the core keeps: instructions
+        # executed in regions, region calls that executed any
+        self.table = np.zeros(S.MEM_SIZE + 2, dtype=np.int64)
         self.regions = OrderedDict()     # key (cs, ip) -> Region
         self._owner = {}                 # pc -> Region entered there
         self._samples = {}
@@ -198,9 +204,7 @@ class Translator:
         ``compile_per_emulated_s`` for every emulated second after the first
         (a machine that has run longer has shown more of what repays)."""
         if self.compile_budget:
-            emulated_s = int(self.cpu.ctl[C_CYCLES]) / CPU_HZ
-            budget = self.compile_share * self.run_seconds + \
-                self.compile_per_emulated_s * max(0.0, emulated_s - 1.0)
+            budget = self.budget()
             # the size found last time (or a small region) before decoding
             # again: a refused sample must cost next to nothing
             size = self._sizes.get((cs, ip), 4)
@@ -210,7 +214,10 @@ class Translator:
             insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
         except blockgen.Untranslatable:
             insns = {}
-        if not insns:
+        if not insns or (self.loops_only and not blockgen.has_loop(insns)):
+            # nothing to translate, or straight-line code that leaves at
+            # once: entered once per pass it saves a few nanoseconds against
+            # milliseconds of compiling (FreeDOS's idle loop is made of such)
             self._untranslatable.add((cs, ip))
             return None
         if self.compile_budget and \
@@ -222,6 +229,20 @@ class Translator:
         return self._compile(cs, ip, insns)
 
     # -- translating -------------------------------------------------------------
+    def budget(self):
+        """Compile seconds allowed so far: ``compile_share`` of the host time
+        run, what the translated code has saved (``saved_per_insn`` for each
+        instruction it executed), and an exploration allowance of
+        ``compile_per_emulated_s`` for each emulated second after the first,
+        at most ``explore_limit`` in all: a machine that has run long enough
+        may try its hottest loops, and goes on translating only as far as
+        the translations repay."""
+        emulated_s = int(self.cpu.ctl[C_CYCLES]) / CPU_HZ
+        explore = min(self.explore_limit,
+                      self.compile_per_emulated_s * max(0.0, emulated_s - 1.0))
+        earned = self.saved_per_insn * int(self.table[S.MEM_SIZE])
+        return self.compile_share * self.run_seconds + earned + explore
+
     def _read(self, a):
         return int(self.cpu.mem[a])
 
@@ -309,6 +330,8 @@ class Translator:
             "stale": self.stale,
             "instructions": sum(r.instructions for r in self.regions.values()),
             "code_bytes": sum(r.code_bytes for r in self.regions.values()),
+            "translated_instructions": int(self.table[S.MEM_SIZE]),
+            "region_calls": int(self.table[S.MEM_SIZE + 1]),
             "compile_seconds": round(self.compile_seconds, 6),
             "run_seconds": round(self.run_seconds, 6),
         }

@@ -56,16 +56,19 @@ def install(folder, *names):
 
 
 def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",), typed=None,
-        cpu="interpret"):
+        cpu="interpret", translator=None):
     """Run ``program`` (a DOS path on C: = ``folder``) until it exits;
     ``typed`` text enters the keyboard (20 keys a second of emulated time)
-    once the program first waits for a key.  Returns (console text, exit code or None, machine) --
+    once the program first waits for a key; ``translator`` sets attributes of
+    the block translator (with ``cpu="translate"``).  Returns (console text, exit code or None, machine) --
     the caller closes the machine."""
     from pypc_core.dos import DosConfig
     from pypc_core.machine import CPU_HZ, Machine, MachineConfig
     m = Machine(MachineConfig(plugins=list(plugins), cpu=cpu,
                               dos=DosConfig(drives={"C": str(folder)}, program=program,
                                             args=list(args))))
+    for name, value in (translator or {}).items():     # the translator's settings (tests)
+        setattr(m.cpu.translator, name, value)
     end = m.clock() + int(max_seconds * CPU_HZ)
     while not m.dos.exited and m.clock() < end:
         if typed and m.waiting_for_key():
