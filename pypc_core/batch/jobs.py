@@ -204,19 +204,22 @@ def where_of(index, job_id):
     return f"job {index}" + (f" (id {json.dumps(job_id)})" if job_id is not None else "")
 
 
-def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
+def check_job(job, index, base_dir=".", where=None, from_snapshot=None, validate=True):
     """A checked job: a dict with ``index`` (its 1-based number), ``id``,
     ``argv`` (the ``pypc run`` command line it is, every path absolute),
     ``collect``, ``wall_timeout`` and ``dos`` (a built-in DOS job) -- or a
     :class:`JobError` naming the job and the field.  Relative paths are
     taken from ``base_dir``; ``from_snapshot`` (a bundle file) is the start
     of every job that names no ``load_snapshot``.  Nothing is opened for
-    writing."""
+    writing.  ``validate=False`` skips the JSON Schema (for a job this
+    package wrote itself: a worker's warm-up job, which so never imports
+    jsonschema)."""
     job_id = job.get("id") if isinstance(job, dict) else None
     where = where or where_of(index, job_id)
     if not isinstance(job, dict):
         raise JobError(where, None, "a job is a JSON object")
-    errors = sorted(_validator().iter_errors(job), key=lambda e: list(e.path))
+    errors = sorted(_validator().iter_errors(job), key=lambda e: list(e.path)) \
+        if validate else []
     if errors:
         err = errors[0]
         field = ".".join(str(p) for p in err.absolute_path) or None
