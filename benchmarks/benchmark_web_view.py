@@ -50,7 +50,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pypc_core import frontends  # noqa: E402
+from pypc_core.cli import viewers as frontends  # noqa: E402
 from pypc_core.cpu import state as S  # noqa: E402
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
 

@@ -9,8 +9,7 @@ Plugins import the hook marker from here::
 """
 
 from .hookspecs import hookimpl, hookspec
-
-__version__ = "0.1.0"
+from .version import __version__
 
 __all__ = ["Machine", "hookimpl", "hookspec", "__version__"]
 

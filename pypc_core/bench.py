@@ -16,34 +16,11 @@ import time
 
 import numpy as np
 
+from .bench_loop import standard_loop_code
+
 REAL_8088_MHZ = 4.77
 CODE_SEG = 0x1000
 DATA_SEG = 0x2000
-
-
-def standard_loop_code(outer, inner):
-    """The standard workload of shared/bench/README.md, as bytes at 1000:0100."""
-    return bytes([
-        0xBB, 0x10, 0x00,
-        0xBA, 0x34, 0x12,
-        0xBD, outer & 0xFF, outer >> 8,
-        0xB9, inner & 0xFF, inner >> 8,
-        0xBE, 0x00, 0x02,
-        0x8B, 0x04,
-        0x01, 0xD0,
-        0x35, 0x5A, 0x5A,
-        0x89, 0x40, 0x02,
-        0x2A, 0x54, 0x01,
-        0x88, 0x94, 0x00, 0x01,
-        0x46,
-        0x81, 0xFE, 0x00, 0x03,
-        0x75, 0x03,
-        0xBE, 0x00, 0x02,
-        0xE2, 0xE3,
-        0x4D,
-        0x75, 0xDA,
-        0xF4,
-    ])
 
 
 def standard_loop_data():
@@ -218,16 +195,84 @@ def bench_cpu(outer=40, inner=50000):
     print(f"exit to a Python port handler: {exit_us:.2f} µs per exit ({exits:,} exits)")
     figures["exit_us"] = round(exit_us, 3)
 
+    tr = bench_translator(outer, inner, want)
+    figures.update(tr)
+    print(f"block translator, a fresh translator each run (its compile time included): "
+          f"{tr['translate_mips']:.1f} MIPS = {tr['translate_mips'] / mips:.2f}x the interpreter "
+          f"({tr['translate_compile_ms']:.1f} ms compiling {tr['translate_regions']} region(s))")
+    print(f"block translator, regions already translated: {tr['translate_warm_mips']:.1f} MIPS "
+          f"= {tr['translate_warm_mips'] / mips:.2f}x the interpreter")
+    print(f"  its memory: {tr['translate_rss_mib']:.1f} MiB more RSS (the 8 MiB entry table, "
+          f"LLVM and the code)")
+
     uc_mips = unicorn_loop(outer, inner)
     if uc_mips is not None:
         print(f"unicorn (QEMU JIT) same loop, same process: {uc_mips:.1f} MIPS "
-              f"-> pypc is {mips / uc_mips:.2f}x unicorn")
+              f"-> pypc is {mips / uc_mips:.2f}x unicorn, with the translator "
+              f"{tr['translate_mips'] / uc_mips:.2f}x")
         figures["unicorn_mips"] = round(uc_mips, 2)
         figures["x_unicorn"] = round(mips / uc_mips, 3)
+        figures["translate_x_unicorn"] = round(tr["translate_mips"] / uc_mips, 3)
     else:
         print("unicorn not installed (pip install unicorn): skipped")
+    figures["host_cpu"] = host_cpu()
+    print(f"host: {figures['host_cpu']}")
     print(json.dumps(figures))
     return figures
+
+
+def host_cpu():
+    """The CPU model (from /proc/cpuinfo where there is one) and LLVM's name for it."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import llvmlite.binding as llvm
+    return f"{model or 'unknown model'} (LLVM: {llvm.get_host_cpu_name()})"
+
+
+def _rss_mib():
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def bench_translator(outer, inner, want):
+    """The standard loop under the block translator: best of three fresh
+    translators (each compiles what it runs), then best of three runs that
+    find their regions translated; the RSS the first translator added."""
+    from .cpu import Cpu
+
+    rss0 = _rss_mib()
+    cold = []
+    for _ in range(3):
+        cpu = Cpu()
+        cpu.translate()
+        dt, insns, _ = run_standard_loop(cpu, outer, inner)
+        if insns != want + 1:
+            raise RuntimeError(f"translated run: instruction count {insns} != {want} + HLT")
+        cold.append((dt, cpu.translator.stats()))
+        if len(cold) == 1:
+            rss = _rss_mib() - rss0
+    dt, stats = min(cold, key=lambda c: c[0])
+    warm, _, _ = _best_of(3, lambda: run_standard_loop(cpu, outer, inner))
+    return {
+        "translate_mips": round(want / dt / 1e6, 2),
+        "translate_compile_ms": round(stats["compile_seconds"] * 1e3, 2),
+        "translate_regions": stats["regions"],
+        "translate_warm_mips": round(want / warm / 1e6, 2),
+        "translate_rss_mib": round(rss, 1),
+    }
 
 
 def main(argv=None):

@@ -38,6 +38,11 @@ from .machine_errors import DeviceFault, MachineError  # noqa: F401  (their home
 from .exits import ExitHandling
 
 
+# how the CPU executes: the interpreter alone, or with the block translator
+# (pypc_core/cpu/translator.py); the machine's state is the same either way
+CPU_ENGINES = ("interpret", "translate")
+
+
 @attrs.define
 class MachineConfig:
     plugins: list = attrs.Factory(lambda: ["cga", "fdc", "uart"])
@@ -57,6 +62,7 @@ class MachineConfig:
     entry: tuple = None                    # (segment, offset) instead of the reset vector
     memory_kib: int = 640
     speed: float = 0.0                     # 0: unpaced (turbo); 1.0: a real XT
+    cpu: str = "interpret"                 # "translate": hot code through the block translator
     plugin_manager: object = None          # an already-selected PluginManager
     options: object = None                 # argparse namespace for plugin options
     debug_port: int = None                 # the guest debug console's port (pypc_core.debugcon)
@@ -77,8 +83,12 @@ class Machine(ExitHandling):
             raise MachineError(f"memory must be 16..640 KiB in 16 KiB steps, not {cfg.memory_kib}")
         self.memory.map_ram(0, cfg.memory_kib * 1024, owner="ram")
         self.ports.clock = self.clock
+        if cfg.cpu not in CPU_ENGINES:
+            raise MachineError(f"cpu must be one of {', '.join(CPU_ENGINES)}, not {cfg.cpu!r}")
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,
                        self.ports.port_kind, self.ports.port_io)
+        if cfg.cpu == "translate":
+            self.cpu.translate()
         self.breakpoints = BreakpointTable(self.cpu, self.memory, resolve=self.symbols.resolve)
         # what the machine, its cards and the guest have to say (host-side,
         # not machine state: pypc_core.diagnostics)

@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 
-from .bench import standard_loop_code
+from .bench_loop import standard_loop_code
 from .machine import CPU_HZ, Machine, MachineConfig
 
 REAL_MHZ = CPU_HZ / 1e6
@@ -71,11 +71,11 @@ def report(name, fig):
           f"{fig['mips']:6.1f} MIPS")
 
 
-def machine_exit_us(outs=65535):
+def machine_exit_us(outs=65535, cpu="interpret"):
     """µs per OUT to a Python-handled device port (the CGA's CRTC index) in
     the whole machine: the exit, the scheduler and the device handler."""
     from .cpu import state as S
-    with Machine(MachineConfig()) as m:
+    with Machine(MachineConfig(cpu=cpu)) as m:
         m.run_seconds(0.3)                       # the BIOS, then its key wait
         # mov dx,3D4h; mov cx,N; l: out dx,al; loop l; cli; hlt
         code = bytes([0xBA, 0xD4, 0x03, 0xB9, outs & 0xFF, outs >> 8,
@@ -95,6 +95,8 @@ def bench_system(argv=None):
     ap.add_argument("--floppy", help="a DOS floppy image to boot and measure idle at its prompt")
     ap.add_argument("--prompt", default="A:\\>", help="prompt text to wait for (default A:\\>)")
     ap.add_argument("--seconds", type=float, default=60.0, help="emulated seconds per figure")
+    ap.add_argument("--cpu", choices=("interpret", "translate"), default="interpret",
+                    help="the CPU engine of every machine measured (pypc run --cpu)")
     args = ap.parse_args(argv)
     figures = {}
     with tempfile.TemporaryDirectory(prefix="pypc-bench-") as tmp:
@@ -102,18 +104,18 @@ def bench_system(argv=None):
                                      ("cpu", cpu_guest(), args.seconds)):
             path = os.path.join(tmp, f"{name}.img")
             floppy_image(path, guest)
-            with Machine(MachineConfig(floppy_a=path, cow=True)) as m:
+            with Machine(MachineConfig(floppy_a=path, cow=True, cpu=args.cpu)) as m:
                 m.run_seconds(1.0)            # boot (and compile) outside the measurement
                 fig = measure(m, seconds)
             report(f"{name} guest (turbo)", fig)
             figures[f"{name}_emulated_mhz"] = round(fig["emulated_mhz"], 2)
             figures[f"{name}_x_real"] = round(fig["x_real"], 1)
             figures[f"{name}_mips"] = round(fig["mips"], 2)
-    exit_us = machine_exit_us()
+    exit_us = machine_exit_us(cpu=args.cpu)
     print(f"{'OUT to a Python device port':<28} {exit_us:.2f} µs each (exit + scheduler + handler)")
     figures["machine_exit_us"] = round(exit_us, 3)
     if args.floppy:
-        with Machine(MachineConfig(floppy_a=args.floppy, cow=True)) as m:
+        with Machine(MachineConfig(floppy_a=args.floppy, cow=True, cpu=args.cpu)) as m:
             if not m.run_until_text(args.prompt, 120):
                 raise SystemExit(f"{args.floppy}: no {args.prompt!r} within 120 emulated s")
             fig = measure(m, args.seconds)

@@ -4,6 +4,8 @@ Layout: code at 1000:0100 (linear 10100h), stack 2000:1000, DS = ES = 3000h,
 interrupt handlers at 0500:xxxx (linear 5000h + xxxx).
 """
 
+import os
+
 import numpy as np
 
 from pypc_core.cpu import Cpu
@@ -24,6 +26,11 @@ def make_cpu(code, ip=0x100, flags=0, **regs):
     cpu.regs[S.FLAGS] = S.FLAGS_FIXED_ONES | flags
     for name, value in regs.items():
         setattr(cpu.r, name, value)
+    if os.environ.get("PYPC_TEST_CPU") == "translate":
+        # every program through the block translator, translated where it
+        # starts and wherever a slice ends (tests/test_translator.py runs
+        # these files so)
+        cpu.translate(threshold=1, slice_cycles=500, compile_budget=False)
     return cpu
 
 

@@ -15,7 +15,7 @@ import pytest
 from test_launcher import pypc_command, pypc_env
 from viewers_common import ECHO_BOOT, beep_boot, floppy, plugins_with, viewer_args
 
-from pypc_core import frontends
+from pypc_core.cli import viewers as frontends
 from pypc_core.chipset.pit import PIT_HZ, PitChannel
 from pypc_core.frontends.audio import RATE, channel_levels
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig

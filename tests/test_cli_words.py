@@ -128,3 +128,30 @@ def test_pypc_debug_adds_the_traceback_and_keeps_exit_2(tmp_path):
     assert lines[0] == "Traceback (most recent call last):"
     assert lines[-1].startswith("pypc: error: ") and "nosuch.img" in lines[-1]
     assert proc.stdout == ""
+
+
+# -- the entry points -------------------------------------------------------------------
+
+@pytest.mark.parametrize("module", ["pypc_core", "pypc_core.cli"])
+def test_every_entry_point_is_the_same_command(tmp_path, module):
+    # python -m pypc_core and python -m pypc_core.cli run what the pypc
+    # script runs (pyproject: pypc = "pypc_core.cli:main"): the version, and
+    # a bad option as one line and exit 2
+    import subprocess
+    import sys
+    from importlib.metadata import entry_points
+
+    from pypc_core import __version__
+    from pypc_core.cli import main
+    from pypc_core.cli.main import main as cli_main
+    script, = [e for e in entry_points(group="console_scripts") if e.name == "pypc"]
+    assert script.value == "pypc_core.cli:main" and script.load() is main is cli_main
+
+    from test_launcher import pypc_env
+    run = [sys.executable, "-m", module]
+    out = subprocess.run(run + ["--version"], cwd=tmp_path, env=pypc_env(),
+                         capture_output=True, text=True, timeout=CEILING_S)
+    assert (out.returncode, out.stdout, out.stderr) == (0, f"pypc {__version__}\n", "")
+    out = subprocess.run(run + ["run", "--no-such-option"], cwd=tmp_path, env=pypc_env(),
+                         capture_output=True, text=True, timeout=CEILING_S)
+    assert_one_line_error(out, "--no-such-option")

@@ -13,7 +13,7 @@ from guest import program_image
 from test_launcher import pypc_command, pypc_env
 from test_live_terminal import PtyRun
 
-from pypc_core.launcher import COMPILE_NOTICE
+from pypc_core.cli.compile_notice import COMPILE_NOTICE
 
 CEILING_S = 600
 INTO_THE_COMPILE_S = 6

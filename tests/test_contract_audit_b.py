@@ -1192,6 +1192,8 @@ try:
         print("error", exc.code, exc.reason)
 finally:
     rpc.close()
+from pypc_core.client.minimal import RPC as installed
+print("same class", installed is RPC)
 """
     out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
                          text=True, timeout=120)
@@ -1200,6 +1202,31 @@ finally:
     assert lines[0].startswith("{'adapter': 'CGA'")
     assert lines[1].startswith("{'accepted': 2, ")
     assert lines[2] == "error -32602 INVALID_PARAMS"
+    assert lines[3] == "same class True"
+
+
+def test_the_minimal_client_is_installed_with_pypc(fx, tmp_path):
+    # the same client from anywhere (here an empty folder, no guest/ in reach)
+    import subprocess
+    import sys
+    script = f"""
+from pypc_core.client.minimal import RPC, RpcError
+with RPC({fx.port}) as rpc:
+    print(rpc.call("video.text")["adapter"])
+    try:
+        rpc.call("memory.read", {{"address": "0x100000"}})
+    except RpcError as exc:
+        print("error", exc.code, exc.reason)
+try:
+    import guest
+except ImportError:
+    print("no guest package here")
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["CGA", "error -32602 INVALID_PARAMS",
+                                       "no guest package here"]
 
 
 # -- more of C413, C512, C584, C592 ---------------------------------------------------

@@ -57,6 +57,27 @@ def test_boot_to_prompt_and_dir(image):
     assert hashlib.sha256(image.read_bytes()).hexdigest() == before
 
 
+def _boot_and_dir(image, cpu):
+    with Machine(MachineConfig(floppy_a=str(image), cow=True, cpu=cpu)) as m:
+        assert m.run_until_text("A:\\>", 120), "\n".join(m.screen_text())
+        for _ in range(20):
+            m.run_seconds(0.05)
+        m.type_text("dir\r")
+        m.run_seconds(5)
+        return m.screen_text(), m.get_state(), m.cpu.translator
+
+
+@pytest.mark.skipif(SKIP_REASON is not None, reason=SKIP_REASON or "")
+@pytest.mark.parametrize("image", paths or [None], ids=[p.name for p in paths] or ["none"])
+def test_the_block_translator_boots_to_the_same_machine(image):
+    from test_translator import _same_state
+    screen_a, state_a, _ = _boot_and_dir(image, "interpret")
+    screen_b, state_b, tr = _boot_and_dir(image, "translate")
+    assert screen_a == screen_b
+    _same_state(state_a, state_b)
+    assert tr.stats()["translated"] >= 1
+
+
 def test_the_skip_says_why(tmp_path):
     """A missing folder, a file, an empty folder: each skip reason says which."""
     (tmp_path / "file.img").write_bytes(b"")

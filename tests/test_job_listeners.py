@@ -17,7 +17,7 @@ import pytest
 from test_launcher import pypc_command, pypc_env
 from test_viewer_defaults import CONTRACT_PORTS, listening_inodes
 
-from pypc_core import frontends
+from pypc_core.cli import viewers as frontends
 from pypc_core.argtypes import server_role
 
 # mov ah,9 / mov dx,msg / int 21h / mov ax,4C00h / int 21h / msg db 'job ran$'

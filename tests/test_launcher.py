@@ -580,7 +580,7 @@ def test_machine_releases_its_locks_when_construction_fails(tmp_path, hello):
 
 
 def test_type_text_is_split_after_each_enter():
-    from pypc_core.launcher import type_chunks
+    from pypc_core.cli.typist import type_chunks
     assert type_chunks("ver\recho a > b\rdir") == ["ver\r", "echo a > b\r", "dir"]
     assert type_chunks("x") == ["x"]
     assert type_chunks("") == []
@@ -612,7 +612,7 @@ def test_cow_dir_keeps_writes_in_a_side_file_across_runs(tmp_path):
 
 def test_live_view_draws_graphics_modes_with_half_blocks():
     import numpy as np
-    from pypc_core.launcher import render_graphics, render_rich
+    from pypc_core.cli.live import render_graphics, render_rich
     from pypc_core.machine import Machine, MachineConfig
 
     rgb = np.zeros((200, 640, 3), np.uint8)

@@ -15,7 +15,7 @@ from guest import assemble, bin_path, find_nasm, make_floppy, program_bytes
 from test_launcher import pypc_command, pypc_env
 
 from pypc_core.chipset.keyboard import TYPE_INTERVAL_CYCLES, XtKeyboard
-from pypc_core.launcher import guest_drives_keyboard
+from pypc_core.cli.typist import guest_drives_keyboard
 from pypc_core.machine import Machine, MachineConfig
 
 CEILING_S = 180

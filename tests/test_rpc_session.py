@@ -350,11 +350,11 @@ def test_session_start_is_unsupported_inside_pypc_run(tmp_path, workdir):
     (tests/test_rpc_serve.py, tests/test_live_terminal.py)."""
     from pypc_core.machine import Machine, MachineConfig
     from pypc_core.rpc.errors import RpcError
-    from pypc_core.rpc.launch import LauncherRpc
+    from pypc_core.rpc.routed import RoutedServer
     from pypc_rpc_methods import session
 
     machine = Machine(MachineConfig(plugins=["cga"]))
-    rpc = LauncherRpc(machine, 0)
+    rpc = RoutedServer(machine, 0)
     try:
         ctl = rpc.controller
         ctl.running = False

@@ -40,7 +40,8 @@ def start_headless_then_signal(tmp_path, image, sig=signal.SIGINT, hang=False):
     blocks for ever in the host, as a core that never returns would."""
     script = (
         "import sys, time\n"
-        "from pypc_core import cli, launcher\n"
+        "from pypc_core import cli\n"
+        "from pypc_core.cli import run as launcher\n"
         "first = launcher.run_headless\n"
         "def run_headless(machine, args):\n"
         "    machine.run_for(1000)\n"

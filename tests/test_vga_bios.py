@@ -246,7 +246,7 @@ def test_text_page_follows_the_rpc_schema(m, mode):
 
 
 def test_live_view_draws_text_and_graphics(m):
-    from pypc_core.launcher import render_rich
+    from pypc_core.cli.live import render_rich
     text = render_rich(m, 80, 25)
     assert "pypc built-in XT BIOS" in text.plain
     call(m, ax=0x0013)

@@ -1,7 +1,7 @@
 """The one image path (pypc_core/video_frames.py): PNG through Pillow is
 lossless at every size and colour count, bad pictures are refused, and the
 screenshot paths (``--screenshot``/``pypc screenshot`` via
-``launcher.write_screenshot``, ``Device.write_png``) give the card's frame
+``cli.headless.write_screenshot``, ``Device.write_png``) give the card's frame
 pixel for pixel, for the CGA and the VGA."""
 
 from fractions import Fraction
@@ -13,7 +13,7 @@ from viewers_common import plugins_with
 
 from pypc_core import video_frames
 from pypc_core.errors import PypcError
-from pypc_core.launcher import write_screenshot
+from pypc_core.cli.headless import write_screenshot
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 
 

@@ -30,7 +30,7 @@ from test_launcher import pypc_command, pypc_env
 from test_telnet import TelnetClient
 from viewers_common import CEILING_S, ECHO_BOOT, ECHO_PROMPT, floppy, plugins_with, wait_for
 
-from pypc_core import frontends
+from pypc_core.cli import viewers as frontends
 from pypc_core.frontends.audio import RATE, Speaker, WavSink
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 from pypc_core.spawn import viewer_args as spawn_viewer_args

@@ -30,7 +30,7 @@ vncdotool = pytest.importorskip("vncdotool")
 from PIL import Image  # noqa: E402  (vncdotool's own dependency)
 from vncdotool import api, client, rfb  # noqa: E402
 
-from pypc_core import frontends  # noqa: E402
+from pypc_core.cli import viewers as frontends  # noqa: E402
 from pypc_core.frontends.vnc import (PixelFormat, changed_rects, keysym_to_scancode,  # noqa: E402
                                      zrle_tiles)
 from pypc_core.machine import CPU_HZ  # noqa: E402

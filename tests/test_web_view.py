@@ -37,7 +37,8 @@ from test_vnc import Rpc, _listening, one_line_error, pypc_run
 from viewers_common import (CEILING_S, ECHO_BOOT, ECHO_PROMPT, VGA_MODES_BOOT, ViewerRig,
                             at_prompt, floppy, free_port, rig_fixture, wait_for)
 
-from pypc_core import frontends, scancodes
+from pypc_core import scancodes
+from pypc_core.cli import viewers as frontends
 from pypc_core.frontends import web
 from pypc_core.machine import CPU_HZ
 

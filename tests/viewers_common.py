@@ -17,7 +17,7 @@ import time
 import numpy as np
 import pytest
 
-from pypc_core import frontends
+from pypc_core.cli import viewers as frontends
 from pypc_core.frontends.telnet import DO, DONT, IAC, WILL, WONT
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 

@@ -8,8 +8,10 @@ C0000h-C3FFFh) and ``pypc_device_create()`` for the device, then
 ``device.attach(board)``: the window becomes a compiled memory handler (the
 planar model runs inside the CPU core), the sequencer and graphics
 controller ports compiled port handlers, the status ports raster fast paths.
-The device is ``pypc_plugins.vga.vga.VGA``; its memory model is ``planar``,
-its firmware (the card's INT 10h) ``bios``, its register tables ``regs``.
+The device is ``pypc_plugins.vga.vga.VGA``, built from ``ports`` (the
+register file and its I/O ports), ``timing`` (the raster) and ``render``
+(the picture); its memory model is ``planar``, its firmware (the card's
+INT 10h) ``bios``, its register tables ``regs``.
 """
 
 import pluggy

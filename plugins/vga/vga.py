@@ -1,59 +1,24 @@
 """IBM VGA: registers, 256 KiB of planar display memory, raster timing and a
 numpy renderer that follows the registers (not a mode number).
 
-Ports
-    3C0h  attribute controller index/data (a flip-flop; reading 3DAh/3BAh
-          resets it to "index"); 3C1h reads the indexed register
-    3C2h  write: miscellaneous output; read: input status 0 (bit 4: switch
-          sense, a colour monitor)
-    3C3h  video subsystem enable (bit 0), read back
-    3C4h/3C5h  sequencer index/data (registers 0-4)
-    3C6h  DAC pixel mask; 3C7h write: DAC read index, read: DAC state;
-    3C8h  DAC write index; 3C9h  DAC data (R, G, B, auto-increment)
-    3CAh  feature control (read); 3CCh miscellaneous output (read)
-    3CEh/3CFh  graphics controller index/data (registers 0-8)
-    3D4h/3D5h  CRTC index/data (3B4h/3B5h while misc output bit 0 is clear)
-    3DAh  input status 1 (3BAh in mono): bit 0 display disabled (blanking),
-          bit 3 vertical retrace; writes go to feature control
+The card is :class:`VGA`, built from parts that each say what they are:
 
-    The CRTC's write protect (register 11h bit 7) guards registers 0-7
-    (except the line-compare bit of register 7).  The sequencer, DAC and
-    graphics controller ports (3C4h-3C9h, 3CEh/3CFh) are answered inside the
-    CPU core (``planar.port_handler``, registers kept in ``st``), the status
-    port by the board's raster primitive while the attribute flip-flop is at
-    "index"; everything else is a Python handler here.
+* :mod:`.ports`  -- the register file and the I/O ports (:class:`~.ports.VgaPorts`)
+* :mod:`.timing` -- dot clock, frame geometry, beam and status bits (:class:`~.timing.VgaTiming`)
+* :mod:`.render` -- addressing, palette and the picture (:class:`~.render.VgaRender`)
+* :mod:`.planar` -- the memory model the CPU core runs (window, latches, compiled ports)
+* :mod:`.regs`   -- the register tables of the BIOS modes and the default palettes
+* :mod:`.bios`   -- the card's INT 10h firmware
+
+This module holds the card itself: its declaration, wiring and power-on
+state, the CPU's memory path, the write journal, the mode facts, text for
+people and the API, and its saved state.
 
 Memory
     Four 64 KiB planes (``planes``, ``uint8[4, 65536]``) behind the
     A0000h-BFFFFh window; the access model is ``planar.py``.  The window
     decode, chain-4, odd/even, latches, read modes and write modes are all
     there and are shared by the CPU path and by the BIOS.
-
-Timing
-    Dot clock 25.175 MHz or 28.322 MHz (misc output bits 2-3), 8 or 9 dots a
-    character (sequencer 1 bit 0), dots halved by sequencer 1 bit 3.  A line
-    is CRTC 0 + 5 characters, a frame CRTC 6 (+ overflow) + 2 lines; display
-    ends at CRTC 12h (+ overflow) + 1 lines and CRTC 1 + 1 characters;
-    vertical retrace runs from CRTC 10h (+ overflow) until the line whose
-    low four bits equal CRTC 11h bits 0-3.  Emulated time is CPU cycles at
-    14.31818 MHz / 3, so mode 3 runs at 70.1 Hz and mode 12h at 59.9 Hz of
-    emulated time.
-
-Rendering (``frame()``)
-    Every scan line is generated from the CRTC (start address, offset,
-    maximum scan line, double scan, line compare, byte/word/doubleword
-    addressing, CGA-compatible row-scan substitution of address bits 13/14),
-    the sequencer (8/9 dots, character maps), the graphics controller
-    (graphics/text, shift register modes), the attribute controller
-    (palette, mode control, colour plane enable, colour select) and the DAC.
-    The picture is returned at the mode's own resolution: a line the CRTC
-    repeats (double scan, or a graphics row of several identical scan lines)
-    is given once, so mode 13h is 320x200, mode 12h 640x480 and mode 3
-    720x400.  Horizontal pel panning (AC 13h, with the split-screen
-    compatibility bit of AC 10h) and the preset row scan (CRTC 8) shift the
-    picture as on the card.  Not modelled: cursor skew and the byte-panning
-    bits of CRTC 8, monochrome attribute decoding (mode 7), the vertical retrace
-    interrupt.
 """
 
 import numpy as np
@@ -62,7 +27,10 @@ from pypc_core.device import Device, DeviceDeclaration, MemoryWindow
 
 from . import planar
 from .planar import ST_LATCH
+from .ports import COMPILED_PORTS, PORTS, VgaPorts
 from .regs import SEQ_COUNT, CRTC_COUNT, GC_COUNT, AC_COUNT, MODES, DACS
+from .render import CURSOR_BLINK_FRAMES, CHAR_BLINK_FRAMES, VgaRender
+from .timing import VgaTiming
 
 WINDOW_BASE = 0xA0000
 WINDOW_SIZE = 0x20000
@@ -70,34 +38,19 @@ TEXT_BASE = 0xB8000
 ROM_BASE = 0xC0000
 ROM_SIZE = 0x4000
 
-CPU_HZ_X3 = 14_318_180          # three CPU cycles per 14.31818 MHz tick
-DOT_CLOCKS = (25_175_000, 28_322_000, 25_175_000, 25_175_000)
-
-STATUS_DISPLAY_OFF = 0x01
-STATUS_VRETRACE = 0x08
-
-CURSOR_BLINK_FRAMES = 8         # cursor on 8 frames, off 8
-CHAR_BLINK_FRAMES = 16          # blinking characters on 16 frames, off 16
-
-# answered inside the core by planar.port_handler (sequencer, DAC, graphics controller)
-COMPILED_PORTS = (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF)
-PORTS = ([0x3B4, 0x3B5, 0x3BA] + list(range(0x3C0, 0x3D0))
-         + [0x3D4, 0x3D5, 0x3DA])
-
-# registers CRTC 11h bit 7 write-protects
-_CRTC_PROTECTED = range(0, 8)
-
 _CP437 = [bytes([b]).decode("cp437") for b in range(256)]
 TEXT_CHARS = tuple(" " if b < 0x20 else ("\u2302" if b == 0x7F else _CP437[b])
                    for b in range(256))
-
-_CGA_SHIFTS = np.array([6, 4, 2, 0], dtype=np.uint8)
 
 # BIOS modes with the register set of another (the colour-burst variants)
 _SAME_REGISTERS = {0: 1, 2: 3, 5: 4}
 
 
-class VGA(Device):
+class VGA(VgaPorts, VgaTiming, VgaRender, Device):
+    """The card: its parts (ports, timing, renderer) are mixins over the
+    state this class builds (``st`` and ``planes`` shared with the compiled
+    handlers, the CRTC and attribute registers, the timing epoch)."""
+
     declaration = DeviceDeclaration(
         name="vga",
         ports=list(PORTS),
@@ -173,84 +126,6 @@ class VGA(Device):
         self.epoch_dots = self._now_dots()
         self._timed_seq1 = int(self.seq[1])
         self._publish()
-
-    # -- the sequencer, graphics controller and DAC live in ``st`` ----------------------
-    # (their ports are answered inside the core by ``planar.port_handler``)
-    @property
-    def seq(self):
-        """Sequencer registers 0-4 (a view of ``st``)."""
-        return self.st[planar.ST_SEQ:planar.ST_SEQ + planar.SEQ_COUNT]
-
-    @seq.setter
-    def seq(self, values):
-        self.st[planar.ST_SEQ:planar.ST_SEQ + planar.SEQ_COUNT] = [int(v) & 0xFF for v in values]
-        planar.derive(self.st)
-
-    @property
-    def gc(self):
-        """Graphics controller registers 0-8 (a view of ``st``)."""
-        return self.st[planar.ST_GC:planar.ST_GC + planar.GC_COUNT]
-
-    @gc.setter
-    def gc(self, values):
-        self.st[planar.ST_GC:planar.ST_GC + planar.GC_COUNT] = [int(v) & 0xFF for v in values]
-        planar.derive(self.st)
-
-    @property
-    def seq_index(self):
-        return int(self.st[planar.ST_SEQ_INDEX])
-
-    @seq_index.setter
-    def seq_index(self, value):
-        self.st[planar.ST_SEQ_INDEX] = int(value) & 0x07
-
-    @property
-    def gc_index(self):
-        return int(self.st[planar.ST_GC_INDEX])
-
-    @gc_index.setter
-    def gc_index(self, value):
-        self.st[planar.ST_GC_INDEX] = int(value) & 0x0F
-
-    @property
-    def dac(self):
-        """The 256 DAC entries, ``int64[256, 3]`` of 6-bit values (a view of ``st``)."""
-        return self.st[planar.ST_DAC:planar.ST_DAC + 768].reshape(256, 3)
-
-    def _st_scalar(name, index, mask):
-        def get(self):
-            return int(self.st[index])
-
-        def put(self, value):
-            self.st[index] = int(value) & mask
-        return property(get, put, doc=f"{name} (kept in ``st`` for the compiled ports)")
-
-    pel_mask = _st_scalar("DAC pixel mask (3C6h)", planar.ST_PEL_MASK, 0xFF)
-    dac_write_index = _st_scalar("DAC write index (3C8h)", planar.ST_DAC_WRITE, 0xFF)
-    dac_read_index = _st_scalar("DAC read index (3C7h)", planar.ST_DAC_READ, 0xFF)
-    dac_component = _st_scalar("DAC component in progress", planar.ST_DAC_COMPONENT, 3)
-    dac_state = _st_scalar("DAC state (3C7h read)", planar.ST_DAC_STATE, 3)
-    del _st_scalar
-
-    @property
-    def dac_pending(self):
-        return [int(v) for v in self.st[planar.ST_DAC_PENDING:planar.ST_DAC_PENDING + 3]]
-
-    @dac_pending.setter
-    def dac_pending(self, values):
-        self.st[planar.ST_DAC_PENDING:planar.ST_DAC_PENDING + 3] = [int(v) & 0x3F
-                                                                    for v in values]
-
-    def _check_timing(self):
-        """Sequencer 1 written inside the core (8/9 dots, dot clock halved)
-        changes the frame: re-time from the value the timing was last
-        computed with, keeping the frame count and phase."""
-        now = int(self.st[planar.ST_SEQ + 1])
-        if (now ^ self._timed_seq1) & 0x09:
-            self.st[planar.ST_SEQ + 1] = self._timed_seq1
-            self._retime(lambda: self.st.__setitem__(planar.ST_SEQ + 1, now))
-            self._publish()
-        self._timed_seq1 = now
 
     # -- CPU memory path (Python entry; the compiled window calls planar directly) -------
     def mem_read(self, address):
@@ -358,208 +233,6 @@ class VGA(Device):
         from .bios import VgaFirmware
         return VgaFirmware(service, self)
 
-    # -- ports -----------------------------------------------------------------------
-    @property
-    def mono(self):
-        return not self.misc & 1
-
-    def port_read(self, port):
-        self._check_timing()
-        if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
-            return 0xFF
-        if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
-            return 0xFF
-        if port in (0x3B4, 0x3D4):
-            return self.crtc_index
-        if port in (0x3B5, 0x3D5):
-            i = self.crtc_index
-            return self.crtc[i] if i < CRTC_COUNT else 0xFF
-        if port in (0x3BA, 0x3DA):
-            if self.ac_flipflop:
-                self.ac_flipflop = 0
-                self._publish()
-            return self.status()
-        if port == 0x3C0:
-            return self.ac_index
-        if port == 0x3C1:
-            i = self.ac_index & 0x1F
-            return self.ac[i] if i < AC_COUNT else 0
-        if port == 0x3C2:
-            return 0x10                          # switch sense: a colour monitor
-        if port == 0x3C3:
-            return self.subsystem
-        if port in (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF):
-            return int(planar.io_read(self.st, port))
-        if port == 0x3CA:
-            return self.feature
-        if port == 0x3CC:
-            return self.misc
-        return 0xFF
-
-    def port_write(self, port, value):
-        value &= 0xFF
-        self._check_timing()
-        if port in (0x3B4, 0x3B5, 0x3BA) and not self.mono:
-            return
-        if port in (0x3D4, 0x3D5, 0x3DA) and self.mono:
-            return
-        if port in (0x3B4, 0x3D4):
-            self.crtc_index = value & 0x3F
-        elif port in (0x3B5, 0x3D5):
-            self.crtc_write(self.crtc_index, value)
-        elif port in (0x3BA, 0x3DA):
-            self.feature = value
-        elif port == 0x3C0:
-            if self.ac_flipflop == 0:
-                self.ac_index = value & 0x3F
-            else:
-                i = self.ac_index & 0x1F
-                if i < AC_COUNT:
-                    self.ac[i] = value & (0x3F if i < 16 else 0xFF)
-            self.ac_flipflop ^= 1
-            self._publish()
-        elif port == 0x3C2:
-            self._retime(lambda: setattr(self, "misc", value))
-            self._publish()
-        elif port == 0x3C3:
-            self.subsystem = value & 1
-        elif port in (0x3C4, 0x3C5, 0x3C6, 0x3C7, 0x3C8, 0x3C9, 0x3CE, 0x3CF):
-            planar.io_write(self.st, port, value)
-            if port == 0x3C5 and self.seq_index == 1:
-                self._check_timing()
-
-    def crtc_write(self, i, value):
-        if i >= CRTC_COUNT:
-            return
-        if self.crtc[0x11] & 0x80 and i in _CRTC_PROTECTED:
-            if i != 7:
-                return
-            value = (self.crtc[7] & ~0x10) | (value & 0x10)
-        if i in (0, 1, 6, 7, 9, 0x10, 0x11, 0x12) and value != self.crtc[i]:
-            self._retime(lambda: self.crtc.__setitem__(i, value))
-            self._publish()
-        else:
-            self.crtc[i] = value
-
-    # -- timing ------------------------------------------------------------------------
-    def _dot_hz(self):
-        return DOT_CLOCKS[(self.misc >> 2) & 3]
-
-    def _now_dots(self, cycle=None):
-        if cycle is None:
-            try:
-                cycle = int(self.clock())
-            except Exception:     # the machine's clock may not run yet at creation
-                cycle = 0
-        num, den = self._dot_ratio()
-        return cycle * num // den
-
-    def _timing(self):
-        r = self.crtc
-        ovf = r[7]
-        char_dots = 8 if self.seq[1] & 1 else 9
-        if self.seq[1] & 0x08:
-            char_dots *= 2
-        line_dots = (r[0] + 5) * char_dots
-        vtotal = r[6] + ((ovf & 1) << 8) + ((ovf & 0x20) << 4) + 2
-        vde = r[0x12] + ((ovf & 2) << 7) + ((ovf & 0x40) << 3) + 1
-        vrs = r[0x10] + ((ovf & 4) << 6) + ((ovf & 0x80) << 2)
-        vre = r[0x11] & 0x0F
-        length = (vre - vrs) & 0x0F or 16
-        return {
-            "char_dots": char_dots,
-            "line_dots": line_dots,
-            "hdisp_dots": (r[1] + 1) * char_dots,
-            "vtotal_lines": vtotal,
-            "frame_dots": line_dots * vtotal,
-            "vdisp_lines": vde,
-            "vsync_start": vrs,
-            "vsync_end": vrs + length,
-        }
-
-    def _retime(self, change):
-        """Apply a change of clock or geometry keeping the frame count and the
-        position inside the frame (as the CGA does)."""
-        t = self._timing()
-        now = self._now_dots()
-        elapsed = max(0, now - self.epoch_dots)
-        frame = self.epoch_frame + elapsed // t["frame_dots"]
-        pos = elapsed % t["frame_dots"]
-        change()
-        t = self._timing()
-        pos = min(pos, t["frame_dots"] - 1)
-        self.epoch_frame = frame
-        self.epoch_dots = self._now_dots() - pos
-
-    def _dot_ratio(self):
-        """(num, den): dots = cycle * num // den, as small as exact."""
-        from math import gcd
-        num, den = 3 * self._dot_hz(), CPU_HZ_X3
-        g = gcd(num, den)
-        return num // g, den // g
-
-    def _publish(self):
-        """Let the core answer the status port from the cycle counter.  Only
-        while the attribute flip-flop is at "index": a status read must reset
-        it, which only the Python handler does, so while it is at "data" the
-        reads come here."""
-        if not self._rasters:
-            return
-        active = 0x3BA if self.mono else 0x3DA
-        for port, raster in self._rasters.items():
-            if port == active and self.ac_flipflop == 0:
-                t = self._timing()
-                num, den = self._dot_ratio()
-                raster.set(self.epoch_dots, t["line_dots"], t["hdisp_dots"],
-                           t["frame_dots"], t["vdisp_lines"], t["vsync_start"],
-                           t["vsync_end"], 0, STATUS_DISPLAY_OFF, STATUS_VRETRACE,
-                           num=num, den=den)
-            else:
-                raster.disable()
-
-    def beam(self, cycle=None):
-        self._check_timing()
-        t = self._timing()
-        elapsed = self._now_dots(cycle) - self.epoch_dots
-        frame = self.epoch_frame + elapsed // t["frame_dots"]
-        pos = elapsed % t["frame_dots"]
-        line, dot = divmod(pos, t["line_dots"])
-        return {"frame": int(frame), "line": int(line), "dot": int(dot),
-                "display": bool(line < t["vdisp_lines"] and dot < t["hdisp_dots"]),
-                "vsync": bool(t["vsync_start"] <= line < t["vsync_end"])}
-
-    def status(self, cycle=None):
-        """Input status 1 (3DAh) at ``cycle`` (default: now)."""
-        b = self.beam(cycle)
-        value = 0
-        if not b["display"]:
-            value |= STATUS_DISPLAY_OFF
-        if b["vsync"]:
-            value |= STATUS_VRETRACE
-        return value
-
-    def frame_number(self, cycle=None):
-        return self.beam(cycle)["frame"]
-
-    def frame_cycles(self):
-        t = self._timing()
-        return t["frame_dots"] * CPU_HZ_X3 / (3 * self._dot_hz())
-
-    def frame_rate_hz(self):
-        """Frames per emulated second: the dot clock over the frame's dots
-        (70.09 in the 400-line modes, 59.94 in the 480-line ones)."""
-        return self._dot_hz() / self._timing()["frame_dots"]
-
-    def pixel_aspect(self):
-        """Width over height of one ``frame()`` pixel: the picture fills a
-        4:3 screen (720x400 text 20/27, 320x200 5/6, 640x480 1)."""
-        from pypc_core.video_frames import aspect_for
-        w, h = self.resolution()
-        return aspect_for(w, h)
-
-    def next_event(self):
-        return None
-
     # -- mode facts ----------------------------------------------------------------------
     def is_graphics(self):
         return bool(self.gc[6] & 1)
@@ -657,247 +330,6 @@ class VGA(Device):
     def display_address(self):
         """Plane offset of the first displayed character (text: MA * 2)."""
         return self._mem_address(np.array([self.start_address()]), np.zeros(1, np.int64))[0]
-
-    # -- addressing ---------------------------------------------------------------------
-    def _mem_address(self, ma, ra):
-        """Plane offsets for CRTC addresses ``ma`` at row scan ``ra``."""
-        ma = np.asarray(ma, dtype=np.int64) & 0xFFFF
-        r = self.crtc
-        if r[0x14] & 0x40:                                  # doubleword
-            addr = ((ma << 2) | ((ma >> 14) & 3)) & 0xFFFF
-        elif not r[0x17] & 0x40:                            # word
-            bit = (ma >> 15) & 1 if r[0x17] & 0x20 else (ma >> 13) & 1
-            addr = ((ma << 1) | bit) & 0xFFFF
-        else:                                               # byte
-            addr = ma
-        ra = np.asarray(ra, dtype=np.int64)
-        if not r[0x17] & 0x01:
-            addr = (addr & ~0x2000) | ((ra & 1) << 13)
-        if not r[0x17] & 0x02:
-            addr = (addr & ~0x4000) | (((ra >> 1) & 1) << 14)
-        return addr
-
-    def _scanlines(self):
-        """Per displayed native line: (row start MA, row scan, below the
-        split) arrays."""
-        r = self.crtc
-        t = self._timing()
-        vde = t["vdisp_lines"]
-        dbl = 2 if r[9] & 0x80 else 1
-        msl = (r[9] & 0x1F) + 1
-        lc = r[0x18] + ((r[7] & 0x10) << 4) + ((r[9] & 0x40) << 3)
-        offset = r[0x13] * 2
-        line = np.arange(vde, dtype=np.int64)
-        split = line > lc
-        rel = np.where(split, line - (lc + 1), line) // dbl
-        rel = np.where(split, rel, rel + (r[8] & 0x1F))       # preset row scan
-        row = rel // msl
-        ra = rel % msl
-        base = np.where(split, 0, self.start_address())
-        ma = base + row * offset
-        graphics = self.is_graphics()
-        uses_ra = (not graphics) or (r[0x17] & 3) != 3
-        step = dbl * (1 if uses_ra else msl)
-        if lc < vde and step > 1:
-            # a split screen may not fall on a step: keep every line
-            step = 1 if (lc + 1) % step else step
-        return ma[::step], ra[::step], split[::step]
-
-    def _pan(self, split):
-        """Per line, the horizontal pel panning in pixels (AC 13h); lines
-        below a split are not panned when AC 10h bit 5 says so."""
-        v = self.ac[0x13] & 0x0F
-        if not self.is_graphics():
-            pan = (v + 1) % 9 if not self.seq[1] & 1 else v & 7
-        elif self.ac[0x10] & 0x40 or self.gc[5] & 0x40:
-            pan = (v >> 1) & 3
-        else:
-            pan = v & 7
-        lines = np.full(len(split), pan, dtype=np.int64)
-        if self.ac[0x10] & 0x20:
-            lines[split] = 0
-        return lines
-
-    @staticmethod
-    def _panned(img, pan, width):
-        """``img`` (lines, width + one character) shifted left by ``pan``."""
-        if not pan.any():
-            return img[:, :width]
-        idx = pan[:, None] + np.arange(width)[None, :]
-        return np.take_along_axis(img, idx, axis=1)
-
-    def resolution(self):
-        """(width, height) of ``frame()``."""
-        ma, _, _ = self._scanlines()
-        chars = self.crtc[1] + 1
-        if not self.is_graphics():
-            return chars * (8 if self.seq[1] & 1 else 9), len(ma)
-        return chars * self._pixels_per_char(), len(ma)
-
-    def _pixels_per_char(self):
-        if self.ac[0x10] & 0x40 or self.gc[5] & 0x40:
-            return 4
-        return 8
-
-    # -- palette -------------------------------------------------------------------------
-    def dac_rgb(self):
-        """The 256 DAC entries as 8-bit RGB (6-bit values scaled to 0-255)."""
-        return ((self.dac.astype(np.uint16) * 255 + 31) // 63).astype(np.uint8)
-
-    def attribute_lut(self):
-        """DAC index for each 4-bit pixel value (colour plane enable,
-        palette registers, P5-4 select and colour select applied)."""
-        ac = self.ac
-        values = np.arange(16) & (ac[0x12] & 0x0F)
-        pal = np.array(ac[:16], dtype=np.int64)[values]
-        select = ac[0x14]
-        if ac[0x10] & 0x80:
-            pal = (pal & 0x0F) | ((select & 3) << 4)
-        pal = (pal & 0x3F) | ((select & 0x0C) << 4)
-        return pal.astype(np.int64)
-
-    def _to_rgb(self, dac_index):
-        idx = np.asarray(dac_index, dtype=np.uint8)
-        if self.pel_mask != 0xFF:
-            idx = idx & np.uint8(self.pel_mask)
-        return np.take(self.dac_rgb(), idx, axis=0)
-
-    # -- rendering -----------------------------------------------------------------------
-    def frame_indices(self, frame=None):
-        """The picture as DAC indices, ``uint8[height, width]``."""
-        w, h = self.resolution()
-        if not self.ac_index & 0x20 or self.seq[1] & 0x20 or h == 0:
-            return np.full((h, w), self._overscan_index(), dtype=np.uint8)
-        if frame is None:
-            frame = self.frame_number()
-        if self.is_graphics():
-            img = self._render_graphics()
-        else:
-            img = self._render_text(frame)
-        return img.astype(np.uint8)
-
-    def _overscan_index(self):
-        return 0 if self.ac_index & 0x20 == 0 else self.ac[0x11]
-
-    def frame_key(self, frame=None):
-        """Bytes that determine ``frame(frame)`` exactly: the four planes,
-        every register the renderer reads (sequencer, CRTC, graphics and
-        attribute controllers, misc output, the attribute index's display
-        bit, PEL mask), the DAC and the blink phases (equal keys, equal
-        pictures; recordings skip rendering an unchanged frame)."""
-        if frame is None:
-            frame = self.frame_number()
-        phases = (int(frame) // CURSOR_BLINK_FRAMES) % 4    # cursor 8, characters 16
-        regs = (bytes(int(v) & 0xFF for v in self.seq) + bytes(int(v) & 0xFF for v in self.crtc)
-                + bytes(int(v) & 0xFF for v in self.gc) + bytes(int(v) & 0xFF for v in self.ac)
-                + bytes((self.misc & 0xFF, self.ac_index & 0xFF, self.pel_mask & 0xFF, phases)))
-        return self.planes.tobytes() + self.dac.tobytes() + regs
-
-    def frame(self, frame=None):
-        """The picture as RGB, ``uint8[height, width, 3]`` at the mode's own
-        resolution (see ``resolution()``)."""
-        return self._to_rgb(self.frame_indices(frame))
-
-    def frame_doubled(self, frame=None):
-        """``frame()`` with its pixels doubled where the monitor shows them
-        doubled: lines of 200-line modes, dots of 320/360-wide ones (so
-        every mode comes out 640/720 x 350-480, about its shape on screen)."""
-        img = self.frame(frame)
-        if img.shape[0] and img.shape[0] < 300:
-            img = np.repeat(img, 2, axis=0)
-        if img.shape[1] and img.shape[1] <= 360:
-            img = np.repeat(img, 2, axis=1)
-        return img
-
-    def _fetch(self, ma_rows, ra_rows, chars):
-        """Plane bytes for every character clock: uint8[4, lines, chars]."""
-        ma = ma_rows[:, None] + np.arange(chars)[None, :]
-        addr = self._mem_address(ma, np.broadcast_to(ra_rows[:, None], ma.shape))
-        return self.planes[:, addr]
-
-    def _render_graphics(self):
-        ma, ra, split = self._scanlines()
-        shown = self.crtc[1] + 1
-        pan = self._pan(split)
-        chars = shown + (1 if pan.any() else 0)
-        data = self._fetch(ma, ra, chars)            # 4, lines, chars
-        lines = len(ma)
-        ac10 = self.ac[0x10]
-        gc5 = self.gc[5]
-        if ac10 & 0x40 or gc5 & 0x40:
-            # 256 colours: the four planes give four pixels of a character clock
-            pix = np.transpose(data, (1, 2, 0)).reshape(lines, chars * 4)
-            return self._panned(pix, pan, shown * 4)
-        if gc5 & 0x20:
-            # CGA-compatible interleave: plane 0 gives pixels 0-3, plane 1
-            # pixels 4-7, 2 bits each (planes 2/3 likewise for bits 2-3)
-            lo = np.concatenate([(data[0][:, :, None] >> _CGA_SHIFTS) & 3,
-                                 (data[1][:, :, None] >> _CGA_SHIFTS) & 3], axis=2)
-            hi = np.concatenate([(data[2][:, :, None] >> _CGA_SHIFTS) & 3,
-                                 (data[3][:, :, None] >> _CGA_SHIFTS) & 3], axis=2)
-            values = (lo | (hi << 2)).reshape(lines, chars * 8)
-        else:
-            b = [np.unpackbits(data[p], axis=1) for p in range(4)]   # lines, chars*8
-            values = b[0] | (b[1] << 1) | (b[2] << 2) | (b[3] << 3)
-        lut = self.attribute_lut().astype(np.uint8)
-        return lut[self._panned(values, pan, shown * 8)]
-
-    def font_offsets(self):
-        """Plane-2 offsets of character maps A and B (sequencer 3)."""
-        s3 = self.seq[3]
-        a = ((s3 >> 5) & 1) << 2 | ((s3 >> 2) & 3)
-        b = ((s3 >> 4) & 1) << 2 | (s3 & 3)
-
-        def off(v):
-            return (v & 3) * 0x4000 + (v >> 2) * 0x2000
-        return off(a), off(b)
-
-    def _render_text(self, frame):
-        ma, ra, split = self._scanlines()
-        shown = self.crtc[1] + 1
-        pan = self._pan(split)
-        chars = shown + (1 if pan.any() else 0)
-        data = self._fetch(ma, ra * 0, chars)        # row scan does not move text
-        ch = data[0]
-        at = data[1]
-        map_a, map_b = self.font_offsets()
-        font_base = np.where(at & 0x08, map_b, map_a) if map_a != map_b else map_a
-        glyph_addr = (font_base + ch.astype(np.int64) * 32 + ra[:, None]) & 0xFFFF
-        glyph = self.planes[2][glyph_addr]                        # lines, chars
-        nine = not self.seq[1] & 1
-        width = 9 if nine else 8
-        bits = np.unpackbits(glyph[:, :, None], axis=2)          # lines, chars, 8
-        if nine:
-            ninth = np.where(bool(self.ac[0x10] & 0x04) & (ch >= 0xC0) & (ch <= 0xDF),
-                             bits[:, :, 7], 0).astype(np.uint8)
-            bits = np.concatenate([bits, ninth[:, :, None]], axis=2)
-        fg = at & 0x0F
-        bg = at >> 4
-        cursor_on, char_on = self.blink_phase(frame)
-        if self.blink_enabled():
-            bg = bg & 7
-            if not char_on:
-                fg = np.where(at & 0x80, bg, fg)
-        # underline: attribute x000x001 on the underline location's line (the
-        # BIOS puts that line below the cell in colour modes)
-        under = ((at & 0x77) == 0x01) & (ra[:, None] == (self.crtc[0x14] & 0x1F))
-        if under.any():
-            bits = np.where(under[:, :, None], np.uint8(1), bits)
-        # cursor
-        r = self.crtc
-        cstart, cend = r[0x0A] & 0x1F, r[0x0B] & 0x1F
-        if not r[0x0A] & 0x20 and cstart <= cend and cursor_on:
-            cpos = (r[0x0E] << 8) | r[0x0F]
-            col = cpos - ma[:, None]
-            hit = (col >= 0) & (col < shown) & (ra >= cstart)[:, None] & (ra <= cend)[:, None]
-            lines_hit, = np.nonzero(hit.any(axis=1))
-            if len(lines_hit):
-                cols = col[lines_hit, 0] if col.ndim == 2 else col[lines_hit]
-                bits[lines_hit, cols, :] = 1
-        values = np.where(bits != 0, fg[:, :, None], bg[:, :, None])
-        values = values.reshape(len(ma), chars * width)
-        lut = self.attribute_lut().astype(np.uint8)
-        return lut[self._panned(values, pan, shown * width)]
 
     # -- text for people and tests ---------------------------------------------------------
     def _text_cells(self, start=None, rows=None):

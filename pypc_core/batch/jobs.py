@@ -50,9 +50,9 @@ FORBIDDEN = {
 }
 # The run options a bare job (``"bare": true``, ``pypc run --bare``: no
 # firmware, no DOS) uses; it refuses the others (the options of the plugins
-# it selects are its own).  pypc_core.bare.check refuses firmware and DOS.
+# it selects are its own).  pypc_core.cli.bare.check refuses firmware and DOS.
 BARE_FIELDS = {"bare", "load", "entry", "until_halt", "plugins", "video", "timeout", "speed",
-               "turbo", "cow", "symbols", "debug_port", "id", "collect", "wall_timeout"}
+               "turbo", "cpu", "cow", "symbols", "debug_port", "id", "collect", "wall_timeout"}
 PATH_FIELDS = ("floppy", "floppy_b", "hdd", "host_dir", "bios", "cow_dir", "load_snapshot",
                "save_snapshot", "record", "replay")
 COLLECT_KEYS = ("console", "screen", "screenshot", "registers", "serial", "files", "memory",
@@ -104,7 +104,7 @@ def _validator():
 def run_parser():
     """A fresh ``pypc run`` parser (the run subparser's options,
     :func:`pypc_core.cli.add_run_arguments`) whose errors raise."""
-    from ..cli import add_run_arguments
+    from ..cli.options import add_run_arguments
     return add_run_arguments(_RaisingParser(prog="pypc run"))
 
 
@@ -242,7 +242,7 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None, validate
     argv, unknown = _argv(job, actions, base_dir, where)
     forced = ["--headless", "--no-rpc", "--no-viewers"]
     try:
-        from ..cli import parse_run
+        from ..cli.options import parse_run
         if unknown:
             # plugin options exist once the job's plugins are selected
             probe = run_parser()
@@ -296,7 +296,8 @@ def _check_bare_fields(job, where, from_snapshot):
         if field in own and field not in BARE_FIELDS and field not in FORBIDDEN:
             raise JobError(where, field, "cannot be used in a bare job (no firmware, no DOS: "
                                          "a bare job takes load, entry, until_halt, plugins, "
-                                         "video, timeout, speed, turbo, symbols, debug_port)")
+                                         "video, timeout, speed, turbo, cpu, symbols, "
+                                         "debug_port)")
     if "args" in job:
         raise JobError(where, "args", "cannot be used in a bare job (it runs no DOS program)")
     if from_snapshot is not None:
@@ -333,9 +334,9 @@ def check_args(args):
     the built-in DOS's, the snapshot options'), writing nothing: a job's
     ``load_snapshot`` bundle is only opened and checked here; the worker
     writes its disks into the job's own folder."""
-    from .. import launcher
-    from ..dos import launch as dos_launch
-    from ..snapshot import cli as snapshot_cli
+    from ..cli import run as launcher
+    from ..cli import dos as dos_launch
+    from ..cli import snapshot as snapshot_cli
     launcher.check_args(args)
     for option, path in (("--floppy", args.floppy), ("--floppy-b", args.floppy_b),
                          ("--hdd", args.hdd), ("--bios", args.bios),
@@ -358,7 +359,7 @@ def check_args(args):
         _check_bundle(load, os.path.getsize(load), os.path.getmtime(load))
     dos_launch.prepare(args)
     if getattr(args, "bare", False):
-        from .. import bare
+        from ..cli import bare
         bare.read_loads(args.load)      # every --load readable, fitting, not overlapping
 
 

@@ -1,6 +1,6 @@
 """Run one checked batch job in this process: the machine ``pypc run``
 would build from the job's command line, the headless loop ``pypc run``
-uses (:func:`pypc_core.launcher.headless_loop`; for a bare job the
+uses (:func:`pypc_core.cli.headless.headless_loop`; for a bare job the
 machine and the steps of ``pypc run --bare``, :func:`_bare_loop`), then
 what the job asked to collect.  Every worker of every backend runs jobs with :func:`run_job`.
 
@@ -132,7 +132,7 @@ def run_job(spec, snapshot_path=None, work_root=None):
             from ..bus.ports import PortConflictError
             if not isinstance(exc, (MemoryMapError, PortConflictError)):
                 exc = PypcError(f"{type(exc).__name__}: {exc}")
-        from ..cli import _one_line
+        from ..cli.errors import one_line as _one_line
         for key in list(result):
             if key not in ("id", "index"):
                 del result[key]
@@ -144,10 +144,10 @@ def run_job(spec, snapshot_path=None, work_root=None):
 
 
 def _run(spec, snapshot_path, work, result, blobs):
-    from .. import launcher
-    from ..cli import parse_run
+    from ..cli import headless, run as launcher
+    from ..cli.options import parse_run
     from ..machine import CPU_HZ, Machine
-    from ..snapshot import cli as snapshot_cli
+    from ..cli import snapshot as snapshot_cli
     from .jobs import check_args, run_parser
     args = parse_run(["run", *spec["argv"]], run_parser())
     if snapshot_path is not None and spec.get("fanout"):
@@ -193,7 +193,7 @@ def _run(spec, snapshot_path, work, result, blobs):
                       "replay_identical" if out["identical"] else "replay_diverged")
             exit_code = 0 if reason == "replay_identical" else 1
         else:
-            reason = launcher.headless_loop(machine, args)
+            reason = headless.headless_loop(machine, args)
             exit_code = exit_code_of(reason, machine, args)
         if recorder is not None:
             summary = recorder.stop()
@@ -268,10 +268,10 @@ def _run(spec, snapshot_path, work, result, blobs):
 
 
 def _bare_config(args):
-    """The MachineConfig ``pypc run --bare`` builds (pypc_core.bare.run):
+    """The MachineConfig ``pypc run --bare`` builds (pypc_core.cli.bare.run):
     no firmware, RAM zeroed, the job's ``load`` files placed, CS:IP at
     ``entry`` or FFFF:0000, no cards but the job's ``plugins``."""
-    from .. import bare
+    from ..cli import bare
     from ..machine import MachineConfig
     if args.turbo:
         speed = 0.0
@@ -282,6 +282,7 @@ def _bare_config(args):
     return MachineConfig(plugins=[p for p in args.plugins.split(",") if p], bare=True,
                          loads=bare.read_loads(args.load), entry=args.entry, speed=speed,
                          plugin_manager=args.plugin_manager, options=args,
+                         cpu=getattr(args, "cpu", "interpret"),
                          debug_port=getattr(args, "debug_port", None),
                          symbols=list(getattr(args, "symbols", None) or []))
 
@@ -293,7 +294,7 @@ def _bare_loop(machine, args):
     (``timeout`` emulated seconds, default 60); the exit status is
     ``pypc run --bare``'s (with ``until_halt``: 0 for a halt, 1 otherwise;
     without: 1 for a fault)."""
-    from .. import bare
+    from ..cli import bare
     from ..machine import CPU_HZ
     end = machine.clock() + int((args.timeout or bare.DEFAULT_TIMEOUT_S) * CPU_HZ)
     stop = None

@@ -33,3 +33,22 @@ def call_handler(typingctx, fn, ctx, address, value, op):
         return builder.call(target, list(args[1:]))
 
     return sig, codegen
+
+
+@intrinsic
+def call_region(typingctx, fn, regs, mem, pf, xf, ctl, cycles, deadline, entry):
+    """``fn(regs, mem, pf, xf, ctl, cycles, deadline, entry)`` for int64
+    arguments (the block translator's regions, see cpu/blockgen.py)."""
+    args = (regs, mem, pf, xf, ctl, cycles, deadline, entry)
+    for t in (fn,) + args:
+        if t != types.int64:
+            return None
+    sig = types.int64(*([types.int64] * 9))
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(i64, [i64] * 8)
+        target = builder.inttoptr(args[0], fnty.as_pointer())
+        return builder.call(target, list(args[1:]))
+
+    return sig, codegen

@@ -64,9 +64,17 @@ def iter_tests(path):
 
 
 class Runner:
-    def __init__(self, record=False):
+    """Runs vectors on one CPU.  With ``translate`` each vector's instruction
+    goes through the block translator instead of the interpreter: it is
+    translated as a region of its own (``region_insns`` 1) and entered from
+    the core's loop; an instruction the translator leaves to the interpreter
+    runs there, as it would in a translated machine."""
+
+    def __init__(self, record=False, translate=False, region_insns=1):
         self.cpu = Cpu()
         self.record = record
+        self.translator = self.cpu.translate(max_insns=region_insns) if translate else None
+        self.translated = 0
 
     def run_test(self, test, mask):
         """Returns None on success, else a description of the differences."""
@@ -81,7 +89,10 @@ class Runner:
         cpu.ctl[S.C_HALTED] = 0
         cpu.ctl[S.C_INTR] = 0
         try:
-            cpu.step(record=self.record)
+            if self.translator is None:
+                cpu.step(record=self.record)
+            else:
+                self._step_translated(init["regs"])
             diffs = []
             for name in REG_ORDER:
                 want = final["regs"].get(name, init["regs"][name])
@@ -106,8 +117,21 @@ class Runner:
                 mem[addr] = 0
         return "; ".join(diffs) or None
 
+    def _step_translated(self, regs):
+        # one instruction: the deadline check before a second one stops it
+        cpu, tr = self.cpu, self.translator
+        if tr.translate(regs["cs"], regs["ip"]) is None:
+            cpu.step()                  # the interpreter's, as in a translated machine
+            return
+        self.translated += 1
+        try:
+            cpu._run(cpu.cycles + 1)
+        finally:
+            tr.flush()
 
-def run_directory(directory, opcode=None, flag_mask=True, record=False, out=None):
+
+def run_directory(directory, opcode=None, flag_mask=True, record=False, out=None,
+                  translate=False):
     """Returns (passed, failed).  Raises VectorError for unusable input."""
     out = sys.stdout if out is None else out
     if not os.path.isdir(directory):
@@ -121,7 +145,7 @@ def run_directory(directory, opcode=None, flag_mask=True, record=False, out=None
     if not files:
         raise VectorError(f"{directory}: no *.jsonl.gz test files"
                           + (f" for opcode {opcode}" if opcode else ""))
-    runner = Runner(record=record)
+    runner = Runner(record=record, translate=translate)
     total_pass = total_fail = 0
     for name in files:
         stem = name[:-len(".jsonl.gz")]
@@ -150,6 +174,8 @@ def run_directory(directory, opcode=None, flag_mask=True, record=False, out=None
             print(f"  first failure: {first[0]} {first[1]!r}: {first[2]}", file=out)
         total_pass += passed
         total_fail += failed
+    if translate:
+        print(f"{runner.translated} vectors ran translated", file=out)
     print(f"{total_pass} passed, {total_fail} failed", file=out)
     return total_pass, total_fail
 
@@ -164,9 +190,17 @@ def main(argv=None):
     ap.add_argument("--record", action="store_true",
                     help="run with effect recording on (the debugger's slow path) "
                          "and report stray writes")
+    ap.add_argument("--translate", action="store_true",
+                    help="run each instruction through the block translator "
+                         "(a one-instruction region) where it translates")
     args = ap.parse_args(argv)
+    if args.translate and args.record:
+        print("error: --translate and --record do not go together (recording sends "
+              "every access to the interpreter)", file=sys.stderr)
+        return 2
     try:
-        _, failed = run_directory(args.directory, args.opcode, not args.no_flag_mask, args.record)
+        _, failed = run_directory(args.directory, args.opcode, not args.no_flag_mask,
+                                  args.record, translate=args.translate)
     except VectorError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -48,7 +48,7 @@ from .state import (
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
     PG_READONLY, PG_WATCH_R,
-    XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W,
+    XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W, XF_BLOCK, C_BLOCK_INSNS, C_BLOCK_STALE,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
 
@@ -63,7 +63,7 @@ from .state import (
     T_LATCHED, T_LATCH, T_READS, T_DIV,
     O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
 )
-from .callptr import call_handler
+from .callptr import call_handler, call_region
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
@@ -1616,9 +1616,13 @@ def trace_fill(regs, mem, ctl, trc, row, mode, csb, ip, cycles):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def run(regs, mem, pf, xf, ctl, eff, pk, pio):
+def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
     """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*.
-    (It has no trace code at all: see ``run_traced``.)"""
+    (It has no trace code at all: see ``run_traced``.)
+
+    ``blk`` is the block translator's table (int64[MEM_SIZE]: the address of
+    the translated region to enter at each linear address flagged XF_BLOCK;
+    see translator.py), or a one-word array when nothing is translated."""
     r8 = regs.view(np.uint8)
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
@@ -1628,6 +1632,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
     exit_reason = 0
     while True:
         # ---------------- instruction boundary ----------------
+        held = inhibit       # interrupts held off at this boundary
         # An IN answered by Python re-executes with nothing in between: no
         # interrupt may take its value, no breakpoint or trap may stop it.
         io_resume = ctl[C_IO_READY] != 0
@@ -1662,7 +1667,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         ip0 = np.int64(regs[IP])
         pc = (csb + ip0) & M20
         x = xf[pc]
-        if x & (XF_BREAKPOINT | XF_TRAP) and not io_resume:
+        if x & (XF_BREAKPOINT | XF_TRAP | XF_BLOCK) and not io_resume:
             if x & XF_TRAP and ctl[C_TRAP_ENABLE] != 0:
                 ctl[C_EXIT_VALUE] = pc
                 exit_reason = EXIT_TRAP
@@ -1673,6 +1678,26 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 else:
                     exit_reason = EXIT_BREAKPOINT
                     break
+            elif (x & (XF_BLOCK | XF_TRAP)) == XF_BLOCK and step_left == 0 and not held \
+                    and not regs[FLAGS] & F_TF and pc < blk.shape[0] and blk[pc] != 0:
+                # a translated region: it runs the instructions the loop
+                # would have run from here, each after this loop's own
+                # boundary checks (see blockgen.py), and returns at a boundary
+                cycles = call_region(blk[pc], np.int64(regs.ctypes.data),
+                                     np.int64(mem.ctypes.data), np.int64(pf.ctypes.data),
+                                     np.int64(xf.ctypes.data), np.int64(ctl.ctypes.data),
+                                     cycles, deadline, ip0)
+                k = ctl[C_BLOCK_INSNS]
+                ctl[C_BLOCK_INSNS] = 0
+                if k > 0:
+                    insns += k
+                    continue
+                if k < 0:
+                    # its code changed: never enter it here again (Python
+                    # drops the region when it sees the count)
+                    blk[pc] = 0
+                    xf[pc] &= ~XF_BLOCK
+                    ctl[C_BLOCK_STALE] += 1
         tf = regs[FLAGS] & F_TF
         # ---------------- prefixes ----------------
         ip = ip0
@@ -1938,7 +1963,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
 
 
 @njit(**JIT)
-def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
+def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc, blk):
     """``run`` one instruction at a time, writing a trace record (ring
     ``trc``, int64[capacity, TRACE_WORDS]) for each instruction executed
     and for each wait of a halted CPU (``TRK_HLT``: the clock moved on to
@@ -1962,7 +1987,7 @@ def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
         waits = ctl[C_HLT_WAITS]
         resumed = ctl[C_REP_RESUME] != 0
         ctl[C_STEP] = 1
-        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
+        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio, blk)
         ran = ctl[C_INSTRUCTIONS] - insns
         if ran == 1 and not resumed:
             ctl[C_TRACE_N] = n + 1          # the record stands

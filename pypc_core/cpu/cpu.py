@@ -33,17 +33,33 @@ class Cpu:
         self.trace_buf = np.zeros((1, S.TRACE_WORDS), dtype=np.int64)
         self.tracing = False       # mirrors ctl[C_TRACE] != 0 (read on every run)
         self.r = Registers(self.regs)
+        self.translator = None     # a translator.Translator once ``translate()`` is on
+        self._no_blocks = np.zeros(1, dtype=np.int64)
+
+    # -- the block translator ---------------------------------------------------
+    def translate(self, **options):
+        """Turn the block translator on (see translator.py); returns it."""
+        if self.translator is None:
+            from .translator import Translator
+            self.translator = Translator(self, **options)
+        return self.translator
 
     # -- running ------------------------------------------------------------
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
+        if self.translator is not None and not self.tracing and self.ctl[S.C_STEP] == 0:
+            return self.translator.run(self._run, until_cycle)
+        return self._run(until_cycle)
+
+    def _run(self, until_cycle):
         self.ctl[S.C_DEADLINE] = until_cycle
+        blk = self.translator.table if self.translator is not None else self._no_blocks
         if self.tracing:
             return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
-                                   self.trace_buf)
+                                   self.trace_buf, blk)
         return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                        self.ctl, self.effects, self.port_kind, self.port_io)
+                        self.ctl, self.effects, self.port_kind, self.port_io, blk)
 
     def step(self, record=False, budget=1 << 62):
         """Execute exactly one instruction (a whole REP string instruction

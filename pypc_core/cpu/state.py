@@ -67,6 +67,8 @@ C_WATCH_OLD = 20      # byte before a write
 C_TRAP_ENABLE = 22    # 1: firmware traps (exec flag bit 1) are honoured
 C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
 C_WATCH_CS = 25       # CS of the instruction that hit the watch
+C_BLOCK_INSNS = 26    # the block translator: instructions a translated region executed (0 after a run)
+C_BLOCK_STALE = 27    # the block translator: regions found changed since translation (Python clears it)
 C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
 # the debugger's words (see pypc_core/debugger.py)
@@ -141,6 +143,7 @@ XF_BREAKPOINT = 0x01
 XF_TRAP = 0x02
 XF_WATCH_R = 0x04     # byte-precise memory watch (read)
 XF_WATCH_W = 0x08     # byte-precise memory watch (write)
+XF_BLOCK = 0x10       # a translated region can be entered here (see cpu/translator.py)
 
 # --- effect records (np.int64[MAX_EFFECTS, 4]) ------------------------------
 EFF_MEM_READ = 1      # (kind, linear address, value, 0)

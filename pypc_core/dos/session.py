@@ -28,7 +28,7 @@ through an execution flag on the DOS's "program ended" idle loop.
 from ..cpu import state as S
 from ..errors import PypcError
 from ..machine import CPU_HZ, Machine, MachineConfig
-from .launch import prepare_program
+from .program import prepare_program
 
 STATES = ("created", "stopped", "running", "exited", "failed")
 DEFAULT_START_SECONDS = 5.0

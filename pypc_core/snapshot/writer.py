@@ -10,7 +10,7 @@ import stat
 import tempfile
 import zipfile
 
-from .. import __version__
+from ..version import __version__
 from . import bundle as B
 from . import codec
 from .disks import base_chunks, encode_overlay, is_host_mount, overlay_of

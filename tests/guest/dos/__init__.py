@@ -24,6 +24,7 @@ PROGRAMS = {
     "hold": "hold.com",
     "square": "square.com",
     "symtest": "symtest.exe",
+    "crunch": "crunch.com",
 }
 
 
@@ -54,14 +55,15 @@ def install(folder, *names):
         shutil.copy(path(name), os.path.join(folder, PROGRAMS[name].upper()))
 
 
-def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",), typed=None):
+def run(folder, program, args=(), max_seconds=20.0, plugins=("cga",), typed=None,
+        cpu="interpret"):
     """Run ``program`` (a DOS path on C: = ``folder``) until it exits;
     ``typed`` text enters the keyboard (20 keys a second of emulated time)
     once the program first waits for a key.  Returns (console text, exit code or None, machine) --
     the caller closes the machine."""
     from pypc_core.dos import DosConfig
     from pypc_core.machine import CPU_HZ, Machine, MachineConfig
-    m = Machine(MachineConfig(plugins=list(plugins),
+    m = Machine(MachineConfig(plugins=list(plugins), cpu=cpu,
                               dos=DosConfig(drives={"C": str(folder)}, program=program,
                                             args=list(args))))
     end = m.clock() + int(max_seconds * CPU_HZ)

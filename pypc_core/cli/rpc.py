@@ -1,27 +1,29 @@
-"""The JSON-RPC server in ``pypc run``: ``--rpc-port PORT`` (0 picks a free
-port and prints it), ``--no-rpc``.  A server role -- the live view, the
+"""The JSON-RPC server's options in ``pypc run``: ``--rpc-port PORT`` (0 picks
+a free port and prints it), ``--no-rpc``, ``--rpc-socket``, ``--rpc-token-file``,
+``--serve``.  A server role -- the live view, the
 agent server ``--serve`` (:func:`pypc_core.argtypes.server_role`) -- serves
 on 2301 unless told otherwise; a job (``--headless`` without ``--serve``, a
 PROGRAM, ``--bare``, ``pypc screenshot``) serves only when --rpc-port is
 given.
 
-:func:`start` builds the controller and the server for the launcher's
-machine and routes the machine's ``run_until_cycle`` (and so ``run_for``)
-through the controller, so a launcher loop that holds the machine (a DOS
-program's) serves requests between slices and holds the guest while a
-client has it paused (returning to its loop every 50 ms of host time, so the
+:func:`start` builds the controller and the server for the run's machine
+(:class:`pypc_core.rpc.routed.RoutedServer`), which routes the machine's
+``run_until_cycle`` (and so ``run_for``) through the controller, so a
+loop of the run that holds the machine (a DOS program's) serves requests
+between slices and holds the guest while a client has it paused (returning to its loop every 50 ms of host time, so the
 display redraws and Ctrl-C is seen).  A headless run and the live view
 without a DOS program give the controller the loop itself
-(``launcher.run_headless_served``, ``launcher.run_live``), so
+(:func:`pypc_core.cli.headless.run_headless_served`,
+:func:`pypc_core.cli.live.run_live`), so
 ``session.start`` can replace the machine; :func:`serve` is ``--serve``."""
 
 import os
 import sys
 
 from ..argtypes import server_role, tcp_port as tcp_port_type
-from ..debugger import Stop
-from .controller import Controller, PAUSED_POLL_S
-from .server import DEFAULT_PORT, HOST, RpcServer, collect_methods
+from ..rpc.controller import PAUSED_POLL_S
+from ..rpc.routed import RoutedServer
+from ..rpc.server import DEFAULT_PORT, HOST
 
 
 def add_arguments(parser):
@@ -78,7 +80,7 @@ def check_access(args):
     """--rpc-socket and --rpc-token-file, before anything is built; the
     token is read here (``args.rpc_token``)."""
     from ..errors import PypcError
-    from .server import read_token_file
+    from ..rpc.server import read_token_file
     args.rpc_token = None
     socket_path = getattr(args, "rpc_socket", None)
     token_file = getattr(args, "rpc_token_file", None)
@@ -122,13 +124,13 @@ def check_serve(args):
 def serve(machine, args, stream=None, viewers=None):
     """``pypc run --headless --serve``: run ``machine`` under the RPC
     controller until SIGINT/SIGTERM (exit 130/143).  Unlike the other
-    runs, no launcher loop holds the machine, so ``session.start`` may
-    replace it with a program's machine; ``viewers`` (the launcher's
+    runs, no command-line loop holds the machine, so ``session.start`` may
+    replace it with a program's machine; ``viewers`` (the run's
     :class:`~pypc_core.frontends.Frontends`, if any) follow it there and
     are closed here, before the last session's machine."""
     import signal
     import threading
-    from .server import start as start_server
+    from ..rpc.server import start as start_server
     port = getattr(args, "rpc_port", None)
     port = DEFAULT_PORT if port is None else port
     controller, server = start_server(machine, port,
@@ -164,41 +166,8 @@ def serve(machine, args, stream=None, viewers=None):
     return 128 + got[0] if got else 0
 
 
-def routed_runner(controller):
-    """A runner for ``Machine.route_runs``: the machine's runs go through
-    ``controller``, which serves requests between slices; a run that a
-    request paused reports a pause stop."""
-    machine = controller.machine
-
-    def run_until_cycle(target):
-        controller.run_until_cycle(target, wall_timeout=PAUSED_POLL_S)
-        return Stop("budget" if controller.running else "pause", machine.clock())
-    return run_until_cycle
-
-
-class LauncherRpc:
-    """The running server of a ``pypc run``; :meth:`close` stops it and gives
-    the machine its own run loop back."""
-
-    def __init__(self, machine, port, socket_path=None, token=None):
-        self.machine = machine
-        self.controller = Controller(machine)
-        self.server = RpcServer(self.controller, collect_methods(machine.plugin_manager),
-                                port, socket_path=socket_path, token=token)
-        self.server.start()
-        machine.route_runs(routed_runner(self.controller))
-
-    @property
-    def port(self):
-        return self.server.port
-
-    def close(self):
-        self.machine.route_runs(None)
-        self.server.close()
-
-
 def start(machine, args, stream=None):
-    """The launcher's RPC server for ``machine``, or None with ``--no-rpc``
+    """The run's RPC server for ``machine`` (a :class:`RoutedServer`), or None with ``--no-rpc``
     and for a job that names no --rpc-port (:func:`~pypc_core.argtypes.server_role`).
     A port in use is a one-line error naming --rpc-port (RpcServerError)."""
     if getattr(args, "no_rpc", False):
@@ -206,7 +175,7 @@ def start(machine, args, stream=None):
     socket_path = getattr(args, "rpc_socket", None)
     token = getattr(args, "rpc_token", None)
     if socket_path is not None:
-        rpc = LauncherRpc(machine, None, socket_path=socket_path, token=token)
+        rpc = RoutedServer(machine, None, socket_path=socket_path, token=token)
         stream = stream or sys.stderr
         stream.write(f"pypc: JSON-RPC on {rpc.server.endpoint}\n")
         stream.flush()
@@ -214,7 +183,7 @@ def start(machine, args, stream=None):
     port = tcp_port(args)
     if port is None:
         return None
-    rpc = LauncherRpc(machine, port, token=token)
+    rpc = RoutedServer(machine, port, token=token)
     if port == 0:
         stream = stream or sys.stderr
         stream.write(f"pypc: JSON-RPC on {HOST}:{rpc.port}\n")

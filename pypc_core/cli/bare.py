@@ -24,9 +24,9 @@ import json
 import os
 import sys
 
-from .cpu import state as S
-from .errors import PypcError
-from .scheduler import CPU_HZ
+from ..cpu import state as S
+from ..errors import PypcError
+from ..scheduler import CPU_HZ
 
 MEM_TOP = 1 << 20
 PAGE = 1 << S.PAGE_SHIFT
@@ -187,10 +187,10 @@ def register_dump(machine, stop):
 
 def run(args):
     """Build the bare machine, run it, report; returns the exit status."""
-    from .machine import Machine, MachineConfig
-    from .plugins import PluginManager
+    from ..machine import Machine, MachineConfig
+    from ..plugins import PluginManager
     check(args)
-    from .frontends import gdbstub
+    from . import gdb as gdbstub
     gdbstub.check_args(args)
     loads = read_loads(args.load)
     plugins = [p for p in args.plugins.split(",") if p]    # resolved: none by default
@@ -210,6 +210,7 @@ def run(args):
         speed = 1.0
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
+                        cpu=getattr(args, "cpu", "interpret"),
                         debug_port=getattr(args, "debug_port", None),
                         symbols=list(getattr(args, "symbols", None) or []))
     # under gdb (--gdb) the run goes on until gdb's kill or Ctrl-C, unless --timeout
@@ -218,16 +219,17 @@ def run(args):
     with Machine(cfg) as m:
         m.raise_device_faults = True    # a card's handler failing: one line, exit 2
         if cfg.debug_port is not None:
-            from .launcher import echo_guest_lines
+            from .run import echo_guest_lines
             echo_guest_lines(m, sys.stderr)
         end = None if timeout is None else m.clock() + int(timeout * CPU_HZ)
         stop = None
         rpc = None
         if serve_rpc:
-            from .rpc import launch as rpc_launch
-            rpc = rpc_launch.LauncherRpc(m, args.rpc_port)
+            from ..rpc.routed import RoutedServer
+            from ..rpc.server import HOST
+            rpc = RoutedServer(m, args.rpc_port)
             if args.rpc_port == 0:
-                sys.stderr.write(f"pypc: JSON-RPC on {rpc_launch.HOST}:{rpc.port}\n")
+                sys.stderr.write(f"pypc: JSON-RPC on {HOST}:{rpc.port}\n")
                 sys.stderr.flush()
         # --gdb: the loop below runs through its controller (the RPC's, if any)
         gdb = gdbstub.start(m, args, rpc.controller if rpc is not None else None)

@@ -16,7 +16,7 @@ import os
 import sys
 
 from ..errors import PypcError
-from .bundle import DISK_MODES
+from ..snapshot.bundle import DISK_MODES
 
 
 def add_arguments(parser):
@@ -69,7 +69,7 @@ def check(args):
         if not os.path.isfile(replay):
             raise PypcError(f"--replay {replay!r}: " + (
                 "not a regular file" if os.path.exists(replay) else "no such file"))
-        from .replay import load_recording
+        from ..snapshot.replay import load_recording
         try:
             args.replay_recording = load_recording(replay)   # checked before a machine exists
         except PypcError as exc:
@@ -88,9 +88,9 @@ def _prepare_drives(args):
     """``--load-snapshot`` without drive options: check the bundle and write
     its disks now, so the machine is built with them (its drives are the
     bundle's, in the --readonly/--cow mode asked for)."""
-    from . import install as I
-    from . import open_bundle
-    from .progress import terminal_progress
+    from ..snapshot import install as I
+    from ..snapshot import open_bundle
+    from ..snapshot.progress import terminal_progress
     path = args.load_snapshot
     bundle = open_bundle(path, progress=terminal_progress(os.path.getsize(path)))
     if not bundle.disks:
@@ -152,7 +152,7 @@ def before_run(machine, args):
     load = getattr(args, "load_snapshot", None)
     prepared = getattr(args, "snapshot_prepared", None)
     if prepared is not None:
-        from . import install_bundle
+        from ..snapshot import install_bundle
         install_bundle(machine, *prepared)
         args.snapshot_written = None          # installed: the disks are the machine's now
     elif load is not None:

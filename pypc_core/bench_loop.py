@@ -1,0 +1,29 @@
+"""The standard workload of the benchmarks (``bench cpu`` runs it on the bare
+CPU, ``bench system`` inside a boot sector), in a module of its own so that
+:mod:`pypc_core.system_bench` and :mod:`pypc_core.bench` (which dispatches
+to it) do not import each other."""
+
+
+def standard_loop_code(outer, inner):
+    """The standard workload of shared/bench/README.md, as bytes at 1000:0100."""
+    return bytes([
+        0xBB, 0x10, 0x00,
+        0xBA, 0x34, 0x12,
+        0xBD, outer & 0xFF, outer >> 8,
+        0xB9, inner & 0xFF, inner >> 8,
+        0xBE, 0x00, 0x02,
+        0x8B, 0x04,
+        0x01, 0xD0,
+        0x35, 0x5A, 0x5A,
+        0x89, 0x40, 0x02,
+        0x2A, 0x54, 0x01,
+        0x88, 0x94, 0x00, 0x01,
+        0x46,
+        0x81, 0xFE, 0x00, 0x03,
+        0x75, 0x03,
+        0xBE, 0x00, 0x02,
+        0xE2, 0xE3,
+        0x4D,
+        0x75, 0xDA,
+        0xF4,
+    ])

@@ -1,0 +1,304 @@
+"""The block translator: hot guest code compiled to native code.
+
+``Translator`` watches where a CPU spends its time, compiles the regions
+(blockgen.py) around the hottest places with LLVM (llvmlite, which numba
+already brings) and enters them from the core's loop: ``core.run`` looks up
+``table[pc]`` where ``xflags`` carries XF_BLOCK and calls the region through
+``callptr.call_region``, so the core's own compiled code never changes with
+what is translated.
+
+Where is hot: the CPU runs in slices of ``slice_cycles`` while the translator
+is on; the CS:IP each slice ends at is a sample, and a place sampled
+``threshold`` times is translated (a region is entered at any of its
+instructions, so a sample anywhere in a loop finds it).  Sampling costs one
+return to Python per slice, nothing inside the loop.
+
+What it may spend: compiling takes host time the interpreter would have
+spent running the guest.  A region is compiled only when its estimated cost
+(its size times the measured cost per instruction so far) keeps all compile
+time within ``compile_share`` of the host time the CPU has run plus
+``compile_per_emulated_s`` for each emulated second after the first, so a
+cold machine's first emulated second loses at most that share.  The cache
+holds at most ``max_regions`` regions; the least recently translated goes
+first.  docs/translator.md has the whole story and the measurements.
+
+Nothing here changes what the machine does: a region executes exactly the
+instructions the interpreter would have, with the same cycles, so which code
+is translated (it depends on host speed through the compile budget) never
+shows in the machine's state.
+"""
+
+import os
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from . import state as S
+from . import blockgen
+from .state import (C_BLOCK_STALE, C_CYCLES, C_DEADLINE, C_HALTED, C_INSTRUCTIONS,
+                    C_REP_RESUME, CS, EXIT_BUDGET, IP, XF_BLOCK)
+
+CPU_HZ = 4_772_727          # the 8088's clock (the machine's CPU_HZ)
+
+_engine = None
+
+
+def _llvm():
+    """The process's LLVM JIT (one MCJIT engine for every region)."""
+    global _engine
+    if _engine is None:
+        import llvmlite.binding as llvm
+        import numba  # noqa: F401  (numba initialises LLVM's targets)
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        tm = target.create_target_machine(opt=2, codemodel="jitdefault")
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+        pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        _engine = (llvm, tm, engine, pto)
+    return _engine
+
+
+PIPELINE = "light"
+
+
+def _optimise(llvm, tm, pto, mod):
+    """LLVM passes over a region's module.  Not the O2 pipeline: a region is
+    one function of straight-line code, branches and an entry switch, and
+    these passes give the code O2 gives it at a fraction of the compile
+    time (SROA puts the registers in SSA values, instcombine folds the
+    flag words to the bits read, GVN shares the address arithmetic, the
+    sinking pass moves what only an exit needs into the exit)."""
+    pb = llvm.create_pass_builder(tm, pto)
+    if PIPELINE == "O2":
+        pb.getModulePassManager().run(mod, pb)
+        return
+    fpm = llvm.create_new_function_pass_manager()
+    fpm.add_sroa_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_simplify_cfg_pass()
+    fpm.add_new_gvn_pass()
+    fpm.add_instruction_combine_pass()
+    fpm.add_sinking_pass()
+    fpm.add_dead_code_elimination_pass()
+    fpm.add_simplify_cfg_pass()
+    for fn in mod.functions:
+        if not fn.is_declaration:
+            fpm.run(fn, pb)
+
+
+class Region:
+    """One translated region: its entry addresses and its LLVM module."""
+
+    __slots__ = ("key", "cs", "pcs", "address", "module", "instructions", "code_bytes",
+                 "compile_seconds")
+
+    def __init__(self, key, cs, pcs, address, module, instructions, code_bytes, seconds):
+        self.key = key
+        self.cs = cs
+        self.pcs = pcs
+        self.address = address
+        self.module = module
+        self.instructions = instructions
+        self.code_bytes = code_bytes
+        self.compile_seconds = seconds
+
+
+class Translator:
+    """Translates a CPU's hot code (see the module docstring)."""
+
+    def __init__(self, cpu, threshold=2, slice_cycles=200_000, compile_share=0.05,
+                 compile_per_emulated_s=0.01, max_regions=512,
+                 max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
+                 compile_budget=True):
+        if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
+            raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
+        self.cpu = cpu
+        self.threshold = threshold
+        self.slice_cycles = slice_cycles
+        self.compile_share = compile_share
+        self.compile_per_emulated_s = compile_per_emulated_s
+        self.seconds_per_insn = seconds_per_insn      # the first estimate
+        self.compiled_insns = 0
+        self.compile_budget = compile_budget      # False: translate whatever is sampled (tests)
+        self.max_regions = max_regions
+        self.max_insns = max_insns
+        self.table = np.zeros(S.MEM_SIZE, dtype=np.int64)
+        self.regions = OrderedDict()     # key (cs, ip) -> Region
+        self._owner = {}                 # pc -> Region entered there
+        self._samples = {}
+        self._untranslatable = set()
+        self._sizes = {}                 # (cs, ip) -> instructions of a region refused for its cost
+        self.run_seconds = 0.0
+        self.compile_seconds = 0.0
+        self.translated = 0
+        self.evicted = 0
+        self.stale = 0
+        self._serial = 0
+
+    # -- the run loop ------------------------------------------------------------
+    def run(self, run_slice, until_cycle):
+        """Run the CPU to ``until_cycle`` in sampling slices; ``run_slice(c)``
+        runs the core to cycle c and returns its exit reason."""
+        ctl = self.cpu.ctl
+        if ctl[C_HALTED]:
+            # a halted CPU waits for the caller's deadline in one step (each
+            # wait is a CPU Tick, so no slice may split it); an idle machine
+            # comes here for every device event: nothing else to do
+            return run_slice(until_cycle)
+        slice_cycles = self.slice_cycles
+        clock = time.perf_counter
+        while True:
+            before = int(ctl[C_CYCLES])
+            stop = min(until_cycle, before + slice_cycles)
+            t0 = clock()
+            reason = run_slice(stop)
+            self.run_seconds += clock() - t0
+            if ctl[C_BLOCK_STALE]:
+                self.stale += int(ctl[C_BLOCK_STALE])
+                ctl[C_BLOCK_STALE] = 0
+                self._drop_stale()
+            if reason == EXIT_BUDGET and stop < until_cycle and ctl[C_CYCLES] < until_cycle:
+                if ctl[C_REP_RESUME]:
+                    # the sampling slice paused a REP string, which the core
+                    # counts as an instruction again when the next slice
+                    # resumes it; one run to until_cycle would have counted
+                    # it once.  (A string that paused at or past until_cycle
+                    # paused where that one run would have: no resume comes.)
+                    ctl[C_INSTRUCTIONS] -= 1
+                self._sample()
+                continue
+            if int(ctl[C_CYCLES]) - before >= slice_cycles // 8:
+                self._sample()       # a run the machine ended: a sample if it was long
+            ctl[C_DEADLINE] = until_cycle      # as one run would have left it
+            return reason
+
+    def _sample(self):
+        regs = self.cpu.regs
+        cs, ip = int(regs[CS]), int(regs[IP])
+        key = (cs, ip)
+        if self.cpu.xflags[((cs << 4) + ip) & 0xFFFFF] & XF_BLOCK or key in self._untranslatable:
+            return
+        n = self._samples.get(key, 0) + 1
+        if n < self.threshold:
+            self._samples[key] = n
+            return
+        self._samples.pop(key, None)
+        self._translate_within_budget(cs, ip)
+
+    def _translate_within_budget(self, cs, ip):
+        """Translate CS:IP if its estimated compile time fits the budget:
+        ``compile_share`` of the host time run so far, plus
+        ``compile_per_emulated_s`` for every emulated second after the first
+        (a machine that has run longer has shown more of what repays)."""
+        if self.compile_budget:
+            emulated_s = int(self.cpu.ctl[C_CYCLES]) / CPU_HZ
+            budget = self.compile_share * self.run_seconds + \
+                self.compile_per_emulated_s * max(0.0, emulated_s - 1.0)
+            # the size found last time (or a small region) before decoding
+            # again: a refused sample must cost next to nothing
+            size = self._sizes.get((cs, ip), 4)
+            if self.compile_seconds + self.seconds_per_insn * size > budget:
+                return None
+        try:
+            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
+        except blockgen.Untranslatable:
+            insns = {}
+        if not insns:
+            self._untranslatable.add((cs, ip))
+            return None
+        if self.compile_budget and \
+                self.compile_seconds + self.seconds_per_insn * len(insns) > budget:
+            if len(self._sizes) > 4096:
+                self._sizes.clear()
+            self._sizes[(cs, ip)] = len(insns)
+            return None
+        return self._compile(cs, ip, insns)
+
+    # -- translating -------------------------------------------------------------
+    def _read(self, a):
+        return int(self.cpu.mem[a])
+
+    def translate(self, cs, ip):
+        """Translate the region entered at CS:IP now, whatever the budget;
+        returns the Region or None when nothing there can be translated."""
+        try:
+            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
+        except blockgen.Untranslatable:
+            insns = {}
+        if not insns:
+            self._untranslatable.add((cs, ip))
+            return None
+        return self._compile(cs, ip, insns)
+
+    def _compile(self, cs, ip, insns):
+        t0 = time.perf_counter()
+        csb = cs << 4
+        code = blockgen.region_code_bytes(self._read, insns, csb)
+        self._serial += 1
+        name = "region_%d" % self._serial
+        module = blockgen.RegionCompiler(name, cs, insns, code).compile()
+        llvm, tm, engine, pto = _llvm()
+        mod = llvm.parse_assembly(str(module))
+        mod.verify()
+        _optimise(llvm, tm, pto, mod)
+        engine.add_module(mod)
+        engine.finalize_object()
+        address = engine.get_function_address(name)
+        seconds = time.perf_counter() - t0
+        self.compile_seconds += seconds
+        self.compiled_insns += len(insns)
+        # what the next estimate uses: this process's measured cost per
+        # translated instruction so far
+        self.seconds_per_insn = self.compile_seconds / self.compiled_insns
+        pcs = [(csb + i) & 0xFFFFF for i in insns]
+        region = Region((cs, ip), cs, pcs, address, mod, len(insns), len(code), seconds)
+        while len(self.regions) >= self.max_regions:
+            self._evict(next(iter(self.regions.values())))
+        self.regions[region.key] = region
+        for pc in pcs:
+            self.table[pc] = address
+            self._owner[pc] = region
+            self.cpu.xflags[pc] |= XF_BLOCK
+        self.translated += 1
+        return region
+
+    def _evict(self, region):
+        self.regions.pop(region.key, None)
+        xf = self.cpu.xflags
+        for pc in region.pcs:
+            if self._owner.get(pc) is region:
+                del self._owner[pc]
+                self.table[pc] = 0
+                xf[pc] &= ~np.uint8(XF_BLOCK)
+        _, _, engine, _ = _llvm()
+        engine.remove_module(region.module)
+        self.evicted += 1
+
+    def _drop_stale(self):
+        # a region whose code changed was cut off where it was found
+        # stale; drop every region with an entry the core cut off
+        for region in list(self.regions.values()):
+            if any(self.table[pc] == 0 and self._owner.get(pc) is region for pc in region.pcs):
+                self._evict(region)
+                self.evicted -= 1
+
+    def flush(self):
+        """Drop every translation (the memory under them was replaced)."""
+        for region in list(self.regions.values()):
+            self._evict(region)
+        self._samples.clear()
+        self._untranslatable.clear()
+
+    def stats(self):
+        return {
+            "regions": len(self.regions),
+            "translated": self.translated,
+            "evicted": self.evicted,
+            "stale": self.stale,
+            "instructions": sum(r.instructions for r in self.regions.values()),
+            "code_bytes": sum(r.code_bytes for r in self.regions.values()),
+            "compile_seconds": round(self.compile_seconds, 6),
+            "run_seconds": round(self.run_seconds, 6),
+        }
