@@ -10,7 +10,9 @@
   worker (parse, check, copy the drive folder, build the machine, run,
   collect, close);
 * the RSS of a warm worker while it holds a machine (read from
-  /proc/PID/status during a job that runs for a few seconds), and its peak;
+  /proc/PID/status during a job that runs for a few seconds), and its peak,
+  split into the worker's own (anonymous) memory and the mapped files
+  (libllvmlite.so alone is some 70 MB of it) that every worker shares;
 * with a FreeDOS floppy (``--freedos IMAGE`` or PYPC_FREEDOS_IMAGE): jobs/s
   of 20 jobs that each boot it and set a prompt, against 20 jobs started
   from a snapshot taken at its prompt (``--from-snapshot``).
@@ -67,7 +69,7 @@ def rss_of(pid):
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 out[key] = int(value.split()[0]) / 1024
     return out
 
@@ -175,6 +177,10 @@ def main():
         if rss:
             print(f"warm worker holding a machine: RSS {rss['VmRSS']:.0f} MB, "
                   f"peak {rss['VmHWM']:.0f} MB (target <= 150 MB)")
+            if "RssAnon" in rss:
+                print(f"  of which {rss['RssAnon']:.0f} MB the worker's own (anonymous) and "
+                      f"{rss['RssFile']:.0f} MB mapped files (libllvmlite, numpy, Python: "
+                      f"shared by the workers)")
         if opts.freedos:
             figures = freedos(opts.freedos, folder, 20)
             print("\nFreeDOS, 20 jobs setting a prompt, 2 workers:")

@@ -32,8 +32,10 @@ Every frame is at the mode's native resolution (CGA 640x200, VGA 720x400
 text, 320x200 mode 13h ...); the pixel aspect (``pixel_aspect()``) is stored as the
 stream's sample aspect ratio: exactly in MKV, MP4 and APNG (its pHYs chunk),
 as the nearest step GIF's header can say ((N + 15) / 64: 13/32 for the
-CGA's 5/12), and not at all in WebM (its VP9 stream has no field for it);
-nothing is resampled.  GIF frames are exact (a card shows at most 256
+CGA's 5/12), and in WebM (whose VP9 stream has no field for it, and whose
+muxer PyAV cannot give one) as the track's ``DisplayWidth``/``DisplayHeight``
+in pixels (640x480 for the CGA's 640x200 at 5/12), written into the closed
+file by :mod:`pypc_core.matroska`; nothing is resampled.  GIF frames are exact (a card shows at most 256
 colours), one for every second frame of the card (GIF delays are whole
 hundredths of a second, and browsers stretch those under 2/100 s); yuv420p needs even sizes, so MP4/WebM add one black column/line to
 an odd width/height.
@@ -69,7 +71,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from . import video_frames
+from . import matroska, video_frames
 from .errors import PypcError
 from .scheduler import CPU_HZ
 
@@ -164,6 +166,7 @@ class _Segment:
         self.ext = ext
         self.pix_fmt = pix_fmt
         self.size = (width, height)
+        self.aspect = Fraction(aspect)
         pad = pix_fmt == "yuv420p"
         self.enc_w = width + (width & 1 if pad else 0)
         self.enc_h = height + (height & 1 if pad else 0)
@@ -177,7 +180,8 @@ class _Segment:
             v.pix_fmt = pix_fmt
             v.codec_context.time_base = TIME_BASE
             # (MKV and MP4 carry it exactly, APNG in its pHYs chunk, GIF as
-            # the nearest (N + 15) / 64 of its header; VP9 in WebM drops it)
+            # the nearest (N + 15) / 64 of its header; VP9 in WebM drops it,
+            # so close() writes the track's display size into the file)
             v.codec_context.sample_aspect_ratio = aspect
             v.sample_aspect_ratio = aspect
             self._bitexact(v)
@@ -236,7 +240,8 @@ class _Segment:
 
     def close(self, flush=True):
         """Finish the file: flush the encoders (not after a failed write:
-        FFmpeg's muxers are not to be written to again then) and close."""
+        FFmpeg's muxers are not to be written to again then) and close; a
+        WebM file then gets its pixel aspect as the track's display size."""
         if self.container is None:
             return
         try:
@@ -248,6 +253,11 @@ class _Segment:
         finally:
             container, self.container = self.container, None
             container.close()
+        if flush and self.ext == ".webm" and self.aspect != 1:
+            try:
+                matroska.set_pixel_aspect(self.path, self.aspect)
+            except (OSError, matroska.MatroskaError) as exc:
+                raise RecordingError(f"writing the pixel aspect of {self.path!r}: {exc}") from exc
 
 
 def _palettized(rgb, colours=None):

@@ -2,10 +2,12 @@
 of a known guest decode (PyAV) to seconds x the card's frame rate frames,
 the first and last equal to the renderer's pixel for pixel (lossless MKV),
 with the speaker's tone at the PIT divisor's frequency; the same bytes at
-any --speed; every format decodes at native size with its pixel aspect; a
+any --speed; every format decodes at native size with its pixel aspect (WebM's
+as the track's display size); a
 mode change goes on in a new segment; the recorder leaves the guest's run
 untouched; bad paths are one-line errors that create nothing."""
 
+import shutil
 import subprocess
 from fractions import Fraction
 
@@ -15,7 +17,7 @@ import pytest
 from test_launcher import no_rpc, pypc_command, pypc_env
 from viewers_common import beep_boot, floppy, plugins_with
 
-from pypc_core import video_frames
+from pypc_core import matroska, video_frames
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 from pypc_core.recording import AUDIO_RATE, Recorder, RecordingError, check_path
 
@@ -141,7 +143,8 @@ def test_the_same_file_bytes_at_any_speed(tmp_path, ext):
 
 
 @pytest.mark.parametrize("ext,lossless,sound,sar", [
-    (".mp4", False, True, Fraction(5, 12)), (".webm", False, True, None),
+    (".mp4", False, True, Fraction(5, 12)),
+    (".webm", False, True, Fraction(5, 12)),        # the track's DisplayWidth/Height
     (".gif", True, False, Fraction(13, 32)),        # GIF's nearest (N + 15) / 64
     (".apng", True, False, Fraction(5, 12))])
 def test_every_format(tmp_path, ext, lossless, sound, sar):
@@ -165,8 +168,18 @@ def test_every_format(tmp_path, ext, lossless, sound, sar):
     else:                                 # lossy: close, not equal
         assert np.abs(frames[-1].astype(int) - last).mean() < 8
     assert (len(audio) > 0) is sound
-    if sar is not None:
-        assert got_sar == sar
+    assert got_sar == sar
+    if ext == ".webm":                    # 640x200 pixels shown as 640x480 (4:3)
+        assert len(frames) == summary["frames"]          # every frame still decodes
+        assert matroska.read_video_track(out)["display_width"] == 640
+        assert matroska.read_video_track(out)["display_height"] == 480
+        probe = shutil.which("ffprobe")
+        if probe:
+            shown = subprocess.run([probe, "-v", "error", "-select_streams", "v:0",
+                                    "-show_entries", "stream=sample_aspect_ratio,"
+                                    "display_aspect_ratio", "-of", "csv=p=0", str(out)],
+                                   capture_output=True, text=True, check=True).stdout
+            assert shown.strip() == "5:12,4:3"
 
 
 def test_a_mode_change_goes_on_in_a_new_segment(tmp_path):

@@ -3,7 +3,8 @@
 A job is a JSON object whose fields are the ``pypc run`` options by their
 Python names (``floppy``, ``floppy_b``, ``program``, ``args``, ``drive``,
 ``type``, ``type_after``, ``until_text``, ``timeout``, ``load_snapshot``,
-``save_snapshot``, ``plugins`` ...), plus the batch's own ``id``,
+``save_snapshot``, ``plugins``, ``bare``, ``load``, ``entry``,
+``until_halt`` ...), plus the batch's own ``id``,
 ``collect`` and ``wall_timeout`` (``job.schema.json``).  :func:`check_job`
 turns it into the command line ``pypc run`` would get and parses that with
 the ``pypc run`` parser itself (:func:`pypc_core.cli.parse_run`), then runs
@@ -40,16 +41,18 @@ FORBIDDEN = {
     "web": "opens a listener; a batch job has none",
     "screenshot": "is collected by the batch: use \"collect\": {\"screenshot\": true}",
     "snapshot_disk_root": "is chosen by the batch (each job gets its own)",
-    "bare": "runs are not batch jobs (yet): use pypc run --bare",
-    "load": "goes with --bare, which a batch job cannot use",
-    "entry": "goes with --bare, which a batch job cannot use",
-    "until_halt": "goes with --bare, which a batch job cannot use",
-    "dump_registers": "goes with --bare; use \"collect\": {\"registers\": true}",
-    "dump_memory": "goes with --bare; use \"collect\": {\"memory\": [[ADDRESS, LENGTH]]}",
+    "dump_registers": "is collected by the batch: use \"collect\": {\"registers\": true}",
+    "dump_memory": "is collected by the batch: use \"collect\": {\"memory\": "
+                   "[[ADDRESS, LENGTH]]}",
     "audio": "writes a host file every job would share",
     "video_out": "is collected by the batch: use \"collect\": {\"video\": \"mp4\"} (or mkv, webm, gif, apng)",
     "program_args": "is written \"args\" in a job",
 }
+# The run options a bare job (``"bare": true``, ``pypc run --bare``: no
+# firmware, no DOS) uses; it refuses the others (the options of the plugins
+# it selects are its own).  pypc_core.cli.bare.check refuses firmware and DOS.
+BARE_FIELDS = {"bare", "load", "entry", "until_halt", "plugins", "video", "timeout", "speed",
+               "turbo", "cpu", "cow", "symbols", "debug_port", "id", "collect", "wall_timeout"}
 PATH_FIELDS = ("floppy", "floppy_b", "hdd", "host_dir", "bios", "cow_dir", "load_snapshot",
                "save_snapshot", "record", "replay")
 COLLECT_KEYS = ("console", "screen", "screenshot", "registers", "serial", "files", "memory",
@@ -157,7 +160,7 @@ def _argv(job, actions, base_dir, where):
                 if not isinstance(item, (str, int, float)) or isinstance(item, bool):
                     raise JobError(where, field, f"{json.dumps(item)} is not a value")
                 item = str(item)
-                if field in ("option_rom", "symbols"):        # FILE@SEGMENT, FILE[@SEG]
+                if field in ("option_rom", "symbols", "load"):    # FILE@SEG[:OFF]
                     path, at, seg = item.rpartition("@")
                     item = (f"{_absolute(path, base_dir)}@{seg}" if at and path
                             else _absolute(item, base_dir))
@@ -201,19 +204,22 @@ def where_of(index, job_id):
     return f"job {index}" + (f" (id {json.dumps(job_id)})" if job_id is not None else "")
 
 
-def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
+def check_job(job, index, base_dir=".", where=None, from_snapshot=None, validate=True):
     """A checked job: a dict with ``index`` (its 1-based number), ``id``,
     ``argv`` (the ``pypc run`` command line it is, every path absolute),
     ``collect``, ``wall_timeout`` and ``dos`` (a built-in DOS job) -- or a
     :class:`JobError` naming the job and the field.  Relative paths are
     taken from ``base_dir``; ``from_snapshot`` (a bundle file) is the start
     of every job that names no ``load_snapshot``.  Nothing is opened for
-    writing."""
+    writing.  ``validate=False`` skips the JSON Schema (for a job this
+    package wrote itself: a worker's warm-up job, which so never imports
+    jsonschema)."""
     job_id = job.get("id") if isinstance(job, dict) else None
     where = where or where_of(index, job_id)
     if not isinstance(job, dict):
         raise JobError(where, None, "a job is a JSON object")
-    errors = sorted(_validator().iter_errors(job), key=lambda e: list(e.path))
+    errors = sorted(_validator().iter_errors(job), key=lambda e: list(e.path)) \
+        if validate else []
     if errors:
         err = errors[0]
         field = ".".join(str(p) for p in err.absolute_path) or None
@@ -221,6 +227,9 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
     base_dir = os.path.abspath(base_dir)
     job = dict(job)
     job_id = job.get("id", index)
+    bare = job.get("bare") is True
+    if bare:
+        _check_bare_fields(job, where, from_snapshot)
     if "turbo" not in job and "speed" not in job:
         job["turbo"] = True          # unpaced unless the job asks for a speed
     if not any(k in job for k in ("cow", "readonly", "cow_dir")):
@@ -265,14 +274,35 @@ def check_job(job, index, base_dir=".", where=None, from_snapshot=None):
         raise JobError(where, field, message) from None
     collect = dict(job.get("collect", {}))
     dos = args.dos_config is not None
+    if bare and collect.get("console"):
+        raise JobError(where, "collect.console", "is the built-in DOS's console; a bare job "
+                                                 "runs no DOS")
     collect.setdefault("console", dos)
-    collect.setdefault("screen", not dos)
+    collect.setdefault("screen", not dos and not bare)
     for key in COLLECT_KEYS:
         collect.setdefault(key, [] if key == "memory" else None if key == "video" else False)
     collect["memory"] = [[_address(a, where), n] for a, n in collect["memory"]]
     return {"index": index, "id": job_id, "argv": [*forced, *argv], "collect": collect,
-            "wall_timeout": job.get("wall_timeout"), "dos": dos, "fanout": fanout,
+            "wall_timeout": job.get("wall_timeout"), "dos": dos, "bare": bare,
+            "fanout": fanout,
             "save_snapshot": args.save_snapshot, "record": args.record}
+
+
+def _check_bare_fields(job, where, from_snapshot):
+    """A bare job takes the options of :data:`BARE_FIELDS` and those of its
+    plugins only, and does not start from the batch's snapshot."""
+    own = _actions(run_parser())
+    for field in job:
+        if field in own and field not in BARE_FIELDS and field not in FORBIDDEN:
+            raise JobError(where, field, "cannot be used in a bare job (no firmware, no DOS: "
+                                         "a bare job takes load, entry, until_halt, plugins, "
+                                         "video, timeout, speed, turbo, cpu, symbols, "
+                                         "debug_port)")
+    if "args" in job:
+        raise JobError(where, "args", "cannot be used in a bare job (it runs no DOS program)")
+    if from_snapshot is not None:
+        raise JobError(where, "bare", "a bare job cannot start from the batch's "
+                                      "--from-snapshot (it starts from reset, with no firmware)")
 
 
 def _address(value, where):
@@ -328,6 +358,9 @@ def check_args(args):
                 "not a regular file" if os.path.exists(load) else "no such file"))
         _check_bundle(load, os.path.getsize(load), os.path.getmtime(load))
     dos_launch.prepare(args)
+    if getattr(args, "bare", False):
+        from ..cli import bare
+        bare.read_loads(args.load)      # every --load readable, fitting, not overlapping
 
 
 @functools.lru_cache(maxsize=8)

@@ -1,7 +1,8 @@
 """Run one checked batch job in this process: the machine ``pypc run``
 would build from the job's command line, the headless loop ``pypc run``
-uses (:func:`pypc_core.cli.headless.headless_loop`), then what the job asked
-to collect.  Every worker of every backend runs jobs with :func:`run_job`.
+uses (:func:`pypc_core.cli.headless.headless_loop`; for a bare job the
+machine and the steps of ``pypc run --bare``, :func:`_bare_loop`), then
+what the job asked to collect.  Every worker of every backend runs jobs with :func:`run_job`.
 
 A job runs in a folder of its own (removed afterwards): its ``--drive``
 folders are copies (so jobs never share host files and the originals are
@@ -28,15 +29,42 @@ def _sha(data):
 def warm_up():
     """Compile (or load from numba's disk cache) the 8088 core and run one
     throw-away job (a two-byte program, INT 20h, under the built-in DOS),
-    so the first real job pays no start-up."""
+    so the first real job pays no start-up.  The job is checked without
+    the JSON Schema (the driver validates the real ones: a worker never
+    imports jsonschema), and the heap the loading left free is handed
+    back to the system (:func:`release_free_heap`)."""
     from .jobs import check_job
     folder = tempfile.mkdtemp(prefix="pypc-warm-")
     try:
         with open(os.path.join(folder, "WARM.COM"), "wb") as fh:
             fh.write(b"\xcd\x20")
-        run_job(check_job({"program": "WARM.COM", "collect": {"screen": True}}, 0, folder))
+        run_job(check_job({"program": "WARM.COM", "collect": {"screen": True}}, 0, folder,
+                          validate=False))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    release_free_heap(freeze=True)
+
+
+def release_free_heap(freeze=False):
+    """Collect garbage and return the C heap's free pages to the system
+    (glibc's ``malloc_trim``; elsewhere only the collection): loading the
+    compiled core, and each job, free a few MB that would otherwise stay
+    resident in every warm worker.  ``freeze`` (after the warm-up) moves
+    what is alive then -- numba's and the core's objects, for the
+    worker's life -- out of the collector's sight (``gc.freeze``), so the
+    collection after each job looks at that job's objects only (well
+    under a millisecond, against some 25 ms for a full one)."""
+    import gc
+    gc.collect()
+    if freeze:
+        gc.freeze()
+    try:
+        import ctypes
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return
+    trim.argtypes = [ctypes.c_size_t]
+    trim(0)
 
 
 def _tree(root):
@@ -127,6 +155,7 @@ def _run(spec, snapshot_path, work, result, blobs):
     if args.load_snapshot is not None:
         args.snapshot_disk_root = os.path.join(work, "snapshot-disks")
     check_args(args)
+    bare_job = bool(getattr(args, "bare", False))
     drives = {}
     if args.dos_config is not None:
         # each job on its own copies of its --drive folders
@@ -141,17 +170,22 @@ def _run(spec, snapshot_path, work, result, blobs):
     collect = spec["collect"]
     machine = recorder = None
     try:
-        machine = Machine(launcher.config_from_args(args))
+        machine = Machine(_bare_config(args) if bare_job else launcher.config_from_args(args))
         machine.raise_device_faults = True
-        launcher.check_machine(machine, args)
-        snapshot_cli.before_run(machine, args)
+        if not bare_job:
+            launcher.check_machine(machine, args)
+            snapshot_cli.before_run(machine, args)
         if collect["video"]:
             if machine.video is None:
                 raise PypcError("collect.video needs a video plugin (e.g. plugins cga)")
             from ..recording import Recorder
             recorder = Recorder.start(machine, os.path.join(work, "video." + collect["video"]))
         start = machine.clock()
-        if getattr(args, "replay", None):
+        if bare_job:
+            reason, exit_code, fault = _bare_loop(machine, args)
+            if fault is not None:
+                result["fault"] = fault
+        elif getattr(args, "replay", None):
             timeout = args.timeout
             out = machine.replay(getattr(args, "replay_recording", None) or args.replay,
                                  max_cycles=int(timeout * CPU_HZ) if timeout else None)
@@ -177,6 +211,8 @@ def _run(spec, snapshot_path, work, result, blobs):
         result.update(reason=reason, exit_code=exit_code, cycles=machine.clock(),
                       emulated_s=round(machine.clock() / CPU_HZ, 6),
                       run_cycles=machine.clock() - start)
+        if bare_job:
+            result["instructions"] = int(machine.cpu.instructions)
         if collect["console"] and machine.dos is not None:
             result["console"] = bytes(machine.dos.console_out).decode("cp437").replace(
                 "\r\n", "\n")
@@ -231,9 +267,54 @@ def _run(spec, snapshot_path, work, result, blobs):
         result["files"] = files
 
 
+def _bare_config(args):
+    """The MachineConfig ``pypc run --bare`` builds (pypc_core.cli.bare.run):
+    no firmware, RAM zeroed, the job's ``load`` files placed, CS:IP at
+    ``entry`` or FFFF:0000, no cards but the job's ``plugins``."""
+    from ..cli import bare
+    from ..machine import MachineConfig
+    if args.turbo:
+        speed = 0.0
+    elif args.speed:
+        speed = float(args.speed)
+    else:
+        speed = 1.0
+    return MachineConfig(plugins=[p for p in args.plugins.split(",") if p], bare=True,
+                         loads=bare.read_loads(args.load), entry=args.entry, speed=speed,
+                         plugin_manager=args.plugin_manager, options=args,
+                         cpu=getattr(args, "cpu", "interpret"),
+                         debug_port=getattr(args, "debug_port", None),
+                         symbols=list(getattr(args, "symbols", None) or []))
+
+
+def _bare_loop(machine, args):
+    """``(reason, exit_code, fault message or None)`` of a bare run, in the
+    steps ``pypc run --bare`` takes (a 60th of an emulated second at a
+    time): ``halt`` (HLT with interrupts off), ``fault`` or ``timeout``
+    (``timeout`` emulated seconds, default 60); the exit status is
+    ``pypc run --bare``'s (with ``until_halt``: 0 for a halt, 1 otherwise;
+    without: 1 for a fault)."""
+    from ..cli import bare
+    from ..machine import CPU_HZ
+    end = machine.clock() + int((args.timeout or bare.DEFAULT_TIMEOUT_S) * CPU_HZ)
+    stop = None
+    while machine.clock() < end:
+        stop = machine.run_until_cycle(min(end, machine.clock() + CPU_HZ // 60))
+        if stop.kind in ("halt", "fault"):
+            break
+    kind = stop.kind if stop is not None and stop.kind in ("halt", "fault") else "timeout"
+    fault = stop.detail.get("message") if kind == "fault" else None
+    if args.until_halt:
+        return kind, 0 if kind == "halt" else 1, fault
+    return kind, 1 if kind == "fault" else 0, fault
+
+
 def run_timed(spec, snapshot_path=None, work_root=None):
-    """:func:`run_job` with ``wall_s``, the wall-clock seconds it took."""
+    """:func:`run_job` with ``wall_s``, the wall-clock seconds it took; then
+    the garbage it left is collected and the free heap handed back
+    (:func:`release_free_heap`: fast in a warmed-up worker)."""
     t0 = time.perf_counter()
     result, blobs = run_job(spec, snapshot_path, work_root)
     result["wall_s"] = round(time.perf_counter() - t0, 4)
+    release_free_heap()             # the job's machine is gone: its memory too
     return result, blobs

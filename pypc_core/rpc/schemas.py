@@ -20,9 +20,8 @@ import importlib.resources
 import json
 from pathlib import Path
 
-import jsonschema
-import referencing
-from referencing.jsonschema import DRAFT202012
+# jsonschema and referencing are imported where a schema is checked or a
+# validator built: a process that serves no RPC (a batch worker) never loads them
 
 from ..errors import PypcError
 
@@ -93,6 +92,7 @@ def check_document(doc, where):
     for key in ("params", "result"):
         if not isinstance(doc.get(key), dict):
             raise SchemaError(f"{where}: '{key}' must be a JSON Schema object")
+    import jsonschema
     for key in ("params", "result"):
         try:
             jsonschema.Draft202012Validator.check_schema(doc[key])
@@ -132,6 +132,9 @@ class SchemaSet:
     jsonschema validators are read-only after construction)."""
 
     def __init__(self, documents, defs=None, owners=None):
+        import jsonschema
+        import referencing
+        from referencing.jsonschema import DRAFT202012
         self.documents = documents
         self.defs = defs if defs is not None else load_defs()
         resource = DRAFT202012.create_resource(self.defs)

@@ -11,6 +11,7 @@ validates the manifest, and decodes the state.  The result is a
 :class:`Bundle` that has touched nothing outside its own memory.
 """
 
+import functools
 import hashlib
 import io
 import json
@@ -19,7 +20,6 @@ import stat
 import zipfile
 import zlib
 
-import jsonschema
 
 from . import bundle as B
 from . import codec
@@ -172,11 +172,16 @@ def _read_member(zf, info, limit):
     return bytes(out)
 
 
-_MANIFEST_VALIDATOR = jsonschema.Draft202012Validator(B.MANIFEST_SCHEMA)
+@functools.lru_cache(maxsize=1)
+def _manifest_validator():
+    """The manifest's validator, built when a bundle is first read (so a
+    process that reads none, a batch worker, never imports jsonschema)."""
+    import jsonschema
+    return jsonschema.Draft202012Validator(B.MANIFEST_SCHEMA)
 
 
 def _check_manifest(manifest):
-    errors = sorted(_MANIFEST_VALIDATOR.iter_errors(manifest), key=lambda e: list(e.path))
+    errors = sorted(_manifest_validator().iter_errors(manifest), key=lambda e: list(e.path))
     if errors:
         err = errors[0]
         where = "/".join(str(p) for p in err.absolute_path) or "manifest"
