@@ -40,3 +40,13 @@ def server_role(args):
         return True
     return not (getattr(args, "headless", False) or getattr(args, "program", None)
                 or getattr(args, "bare", False))
+
+
+def speed_from_args(args):
+    """The machine speed ``--turbo`` / ``--speed X`` ask for (0: unpaced;
+    default 1.0, a real XT)."""
+    if args.turbo:
+        return 0.0
+    if args.speed:
+        return float(args.speed)
+    return 1.0

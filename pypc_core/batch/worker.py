@@ -272,13 +272,9 @@ def _bare_config(args):
     no firmware, RAM zeroed, the job's ``load`` files placed, CS:IP at
     ``entry`` or FFFF:0000, no cards but the job's ``plugins``."""
     from ..cli import bare
+    from ..argtypes import speed_from_args
     from ..machine import MachineConfig
-    if args.turbo:
-        speed = 0.0
-    elif args.speed:
-        speed = float(args.speed)
-    else:
-        speed = 1.0
+    speed = speed_from_args(args)
     return MachineConfig(plugins=[p for p in args.plugins.split(",") if p], bare=True,
                          loads=bare.read_loads(args.load), entry=args.entry, speed=speed,
                          plugin_manager=args.plugin_manager, options=args,

@@ -27,6 +27,7 @@ import sys
 from ..cpu import state as S
 from ..errors import PypcError
 from ..scheduler import CPU_HZ
+from ..argtypes import speed_from_args
 
 MEM_TOP = 1 << 20
 PAGE = 1 << S.PAGE_SHIFT
@@ -202,12 +203,7 @@ def run(args):
         if getattr(args, "rpc_methods", None) is not None:
             pm.disable_rpc_methods(args.rpc_methods)
         pm.register_rpc_methods()
-    if args.turbo:
-        speed = 0.0
-    elif args.speed:
-        speed = float(args.speed)
-    else:
-        speed = 1.0
+    speed = speed_from_args(args)
     cfg = MachineConfig(plugins=plugins, bare=True, loads=loads, entry=args.entry,
                         speed=speed, plugin_manager=pm, options=args,
                         cpu=getattr(args, "cpu", "interpret"),

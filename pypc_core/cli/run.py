@@ -19,15 +19,11 @@ from .compile_notice import compile_core
 from .headless import run_headless, run_headless_served
 from .live import run_live
 from .typist import unescape
+from ..argtypes import speed_from_args
 
 
 def config_from_args(args):
-    if args.turbo:
-        speed = 0.0
-    elif args.speed:
-        speed = float(args.speed)
-    else:
-        speed = 1.0
+    speed = speed_from_args(args)
     return MachineConfig(
         plugins=[p for p in args.plugins.split(",") if p],
         floppy_a=args.floppy, floppy_b=args.floppy_b, hdd=args.hdd,
