@@ -4,9 +4,10 @@ from Python.
 Each primitive owns a parameter block in the pool of ``PortMap.port_io``
 (``port_io[port]`` holds the block's index, ``cpu.state`` the layouts) and
 marks its port with a ``PORT_*`` kind.  The core evaluates the block on every
-access without leaving the JIT; the same computation is available here in
-Python (``read``/``write``) so a device's own handlers, and the bus when
-fast paths are switched off for tracing, give exactly the same answers.
+access without leaving the JIT; ``read``/``write`` here call the very same
+compiled functions of ``cpu.core`` (one implementation of each primitive), so
+a device's own handlers, and the bus when fast paths are switched off for
+tracing, give exactly the same answers.
 
 * :class:`Raster` -- status bits from a raster position (blank outside the
   displayed area, vertical sync on some lines, constant bits); the dot clock
@@ -22,6 +23,7 @@ fast paths are switched off for tracing, give exactly the same answers.
 Every primitive is written by exactly one device, on the port it claimed.
 """
 
+from ..cpu import core
 from ..cpu.state import (
     COUNTER_WORDS, CALL_WORDS, HANDLER_READ, K_CTX, K_FN, O_CONST, O_COUNT, O_FIRES,
     O_FIRST, O_LAST, ONESHOT_WORDS_EACH, PORT_CALL, PORT_COUNTER, PORT_ONESHOT, PORT_PY,
@@ -90,16 +92,7 @@ class Raster(FastPort):
         self.enable()
 
     def read(self, cycle):
-        io, b = self.io, self.base
-        pos = (cycle * int(io[b + R_NUM]) // int(io[b + R_DEN]) - int(io[b + R_EPOCH])) \
-            % int(io[b + R_FRAME])
-        line, hpos = divmod(pos, int(io[b + R_LINE]))
-        v = int(io[b + R_CONST])
-        if line >= io[b + R_VDISP] or hpos >= io[b + R_HDISP]:
-            v |= int(io[b + R_BLANK])
-        if io[b + R_VS0] <= line < io[b + R_VS1]:
-            v |= int(io[b + R_VSYNC])
-        return v & 0xFF
+        return int(core.raster_read(self.io, self.base, cycle))
 
 
 class Counter(FastPort):
@@ -177,19 +170,10 @@ class OneShot(FastPort):
         self.io[self.base + O_LAST] = int(last_fire)
 
     def read(self, cycle):
-        v = self.constant_bits
-        for i in range(self.count):
-            e = self._e(i)
-            if cycle < self.io[e + 2]:
-                v |= int(self.io[e])
-        return v & 0xFF
+        return int(core.oneshot_read(self.io, self.base, cycle))
 
     def fire(self, cycle):
-        for i in range(self.count):
-            e = self._e(i)
-            self.io[e + 2] = cycle + self.io[e + 1]
-        self.io[self.base + O_FIRES] += 1
-        self.io[self.base + O_LAST] = cycle
+        core.oneshot_fire(self.io, self.base, cycle)
 
 
 class Stamp(FastPort):
@@ -202,14 +186,7 @@ class Stamp(FastPort):
         self.enable()
 
     def write(self, cycle, value):
-        io, b = self.io, self.base
-        io[b] += 1
-        if cycle - io[b + 1] > io[b + 5]:
-            io[b + 2] = cycle
-            io[b + 3] = 0
-        io[b + 3] += 1
-        io[b + 1] = cycle
-        io[b + 4] = value
+        core.stamp_write(self.io, self.base, value, cycle)
 
     def values(self):
         """(count, last write cycle, burst start cycle, writes in the burst,

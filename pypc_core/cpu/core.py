@@ -563,6 +563,12 @@ def _stamp(pio, b, v, now):
 
 
 @njit(**JIT)
+def stamp_write(pio, b, v, now):
+    """``_stamp`` for Python callers (bus/fastpath.py's Stamp.write)."""
+    _stamp(pio, b, v, now)
+
+
+@njit(**JIT)
 def _fast_write_byte(pk, pio, port, v, now):
     k = pk[port]
     b = pio[port]
