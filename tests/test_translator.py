@@ -445,3 +445,26 @@ def test_a_cpu_heavy_dos_program_ends_in_the_same_machine(tmp_path):
     assert (text_a, code_a, screen_a) == (text_b, code_b, screen_b)
     _same_state(state_a, state_b)
     assert tr.stats()["translated"] >= 1
+
+
+def test_an_interrupt_due_in_the_shadow_of_mov_ss_lands_where_it_does_without_translation():
+    # mov ax, 3000h ; mov ss, ax ; inc bx x 8 ; hlt -- an IRQ pending with IF on
+    code = bytes([0xB8, 0x00, 0x30, 0x8E, 0xD0] + [0x43] * 8 + [0xF4])
+    got = []
+    for translate in (None, EAGER):
+        cpu = make_cpu(code, 10, translate)
+        cpu.regs[S.FLAGS] |= S.F_IF
+        if translate:
+            assert cpu.translator.translate(CS0, IP0 + 5) is not None
+        cpu.ctl[S.C_INTR] = 1
+        # MOV AX and MOV SS with IF off (the IRQ would be taken before
+        # them), then IF on: the shadow of MOV SS holds it off for one INC
+        cpu.regs[S.FLAGS] &= 0xFFFF & ~S.F_IF
+        cpu.step()
+        cpu.step()
+        assert cpu.ctl[S.C_INHIBIT] == 1
+        cpu.regs[S.FLAGS] |= S.F_IF
+        reason = cpu.run(1 << 30)
+        got.append((reason, cpu.instructions, int(cpu.regs[S.IP]), int(cpu.regs[S.BX])))
+    assert got[0] == got[1]
+    assert got[0][0] == S.EXIT_IRQ and got[0][2] == IP0 + 6     # after MOV SS and one INC

@@ -508,6 +508,16 @@ class RegionCompiler:
         b.cbranch(same, bb_code_ok, self.bb_stale)
         b.position_at_end(bb_code_ok)
         armed = self._stops_armed(b)
+        # an interrupt pending at entry: the caller entered in the shadow of
+        # MOV SS / STI (it takes one otherwise), and the interrupt is due
+        # after the first instruction; or TF set (a trap after each
+        # instruction): leave that one to the interpreter
+        intr = b.icmp_unsigned("!=", b.load(self._gep(b, self.ctl_p, _c32(S.C_INTR))), _c64(0))
+        fl0 = b.zext(b.load(self._gep(b, self.regs_p, _c32(S.FLAGS))), I32)
+        if_on = b.icmp_unsigned("!=", b.and_(fl0, _c32(S.F_IF)), _c32(0))
+        nmi = b.icmp_unsigned("!=", b.load(self._gep(b, self.ctl_p, _c32(S.C_NMI))), _c64(0))
+        tf_on = b.icmp_unsigned("!=", b.and_(fl0, _c32(S.F_TF)), _c32(0))
+        armed = b.or_(armed, b.or_(b.or_(b.and_(intr, if_on), nmi), tf_on))
         bb_go = fn.append_basic_block("go")
         b.cbranch(armed, self.bb_none, bb_go)
         b.position_at_end(bb_go)

@@ -98,6 +98,7 @@ OP_STUCK = 0x100  # the pseudo-opcode run() hands op_misc for that
 # it really would spin).  After one full lap of the segment the core lets
 # the rest of the budget pass with IP unchanged: time passes, nothing runs.
 MAX_PREFIXES = 0x10000
+EXIT_REGION = 100    # run() stopped where a translated region is entered (run_translated's)
 
 
 # ---------------------------------------------------------------------------
@@ -1622,13 +1623,73 @@ def trace_fill(regs, mem, ctl, trc, row, mode, csb, ip, cycles):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
-    """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*.
-    (It has no trace code at all: see ``run_traced``.)
+def enter_region(regs, mem, pf, xf, ctl, blk, pc, ip0, cycles, deadline):
+    """Run the translated region entered at ``pc`` (translator.py): returns
+    the instructions it executed (then ``ctl[C_BLOCK_INSNS]`` holds the new
+    cycle count) or 0 (nothing done: the loop interprets).  Out of line, so
+    that the interpreter's loop carries only the call."""
+    if blk.shape[0] <= M20 + 2 or blk[pc] == 0:
+        return 0
+    new_cycles = call_region(blk[pc], np.int64(regs.ctypes.data),
+                             np.int64(mem.ctypes.data), np.int64(pf.ctypes.data),
+                             np.int64(xf.ctypes.data), np.int64(ctl.ctypes.data),
+                             cycles, deadline, ip0)
+    k = ctl[C_BLOCK_INSNS]
+    if k > 0:
+        ctl[C_BLOCK_INSNS] = new_cycles
+        # the translator's own counters, after its table (not machine
+        # state: what the translator learns from)
+        blk[M20 + 1] += k
+        blk[M20 + 2] += 1
+        return k
+    ctl[C_BLOCK_INSNS] = 0
+    if k < 0:
+        # its code changed: never enter it here again (Python drops the
+        # region when it sees the count)
+        blk[pc] = 0
+        xf[pc] &= ~XF_BLOCK
+        ctl[C_BLOCK_STALE] += 1
+    return 0
 
-    ``blk`` is the block translator's table (int64[MEM_SIZE]: the address of
-    the translated region to enter at each linear address flagged XF_BLOCK;
-    see translator.py), or a one-word array when nothing is translated."""
+
+@njit(**JIT)
+def run_translated(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
+    """``run`` with the block translator on (``blk``: its table, the address
+    of the region to enter at each linear address flagged XF_BLOCK, then
+    its counters; see translator.py): where ``run`` stops at an
+    entry into a translated region (EXIT_REGION, at an instruction boundary
+    whose checks are made), the region runs, then ``run`` goes on; a region
+    that runs nothing has ``run`` interpret that instruction.  Returns
+    ``run``'s other exits.""" 
+    while True:
+        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
+        if reason != EXIT_REGION:
+            return reason
+        ip0 = np.int64(regs[IP])
+        pc = ((np.int64(regs[CS]) << 4) + ip0) & M20
+        k = enter_region(regs, mem, pf, xf, ctl, blk, pc, ip0, ctl[C_CYCLES], ctl[C_DEADLINE])
+        if k > 0:
+            ctl[C_CYCLES] = ctl[C_BLOCK_INSNS]
+            ctl[C_BLOCK_INSNS] = 0
+            ctl[C_INSTRUCTIONS] += k
+            continue
+        # the region ran nothing: interpret this one instruction.  Its
+        # boundary was checked when run stopped (an interrupt it did not
+        # take was held off, as now), so the step skips the interrupt
+        # checks; the stop at a region needs no step left, so none is lost
+        ctl[C_INHIBIT] = 1
+        ctl[C_STEP] = 1
+        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
+        ctl[C_STEP] = 0         # (left at 1 by an exit before the step's end)
+        if reason != EXIT_STEP:
+            return reason
+
+
+@njit(**JIT)
+def run(regs, mem, pf, xf, ctl, eff, pk, pio):
+    """Execute until the budget (C_DEADLINE) or an exit; returns EXIT_*.
+    (It has no trace code at all: see ``run_traced``; where a translated
+    region can be entered it stops with EXIT_REGION: see ``run_translated``.)"""
     r8 = regs.view(np.uint8)
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
@@ -1638,7 +1699,6 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
     exit_reason = 0
     while True:
         # ---------------- instruction boundary ----------------
-        held = inhibit       # interrupts held off at this boundary
         # An IN answered by Python re-executes with nothing in between: no
         # interrupt may take its value, no breakpoint or trap may stop it.
         io_resume = ctl[C_IO_READY] != 0
@@ -1684,30 +1744,13 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
                 else:
                     exit_reason = EXIT_BREAKPOINT
                     break
-            elif (x & (XF_BLOCK | XF_TRAP)) == XF_BLOCK and step_left == 0 and not held \
-                    and not regs[FLAGS] & F_TF and blk.shape[0] > M20 + 2 and blk[pc] != 0:
-                # a translated region: it runs the instructions the loop
-                # would have run from here, each after this loop's own
-                # boundary checks (see blockgen.py), and returns at a boundary
-                cycles = call_region(blk[pc], np.int64(regs.ctypes.data),
-                                     np.int64(mem.ctypes.data), np.int64(pf.ctypes.data),
-                                     np.int64(xf.ctypes.data), np.int64(ctl.ctypes.data),
-                                     cycles, deadline, ip0)
-                k = ctl[C_BLOCK_INSNS]
-                ctl[C_BLOCK_INSNS] = 0
-                if k > 0:
-                    insns += k
-                    # the translator's own counters, after its table (not
-                    # machine state: what the translator learns from)
-                    blk[M20 + 1] += k
-                    blk[M20 + 2] += 1
-                    continue
-                if k < 0:
-                    # its code changed: never enter it here again (Python
-                    # drops the region when it sees the count)
-                    blk[pc] = 0
-                    xf[pc] &= ~XF_BLOCK
-                    ctl[C_BLOCK_STALE] += 1
+            elif step_left == 0 and not x & XF_TRAP:
+                # a translated region can be entered here (XF_BLOCK, the
+                # only flag left): run_translated enters it (the loop itself
+                # carries no call: one here cost the interpreter 12 % on
+                # the standard loop)
+                exit_reason = EXIT_REGION
+                break
         tf = regs[FLAGS] & F_TF
         # ---------------- prefixes ----------------
         ip = ip0
@@ -1973,7 +2016,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio, blk):
 
 
 @njit(**JIT)
-def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc, blk):
+def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc):
     """``run`` one instruction at a time, writing a trace record (ring
     ``trc``, int64[capacity, TRACE_WORDS]) for each instruction executed
     and for each wait of a halted CPU (``TRK_HLT``: the clock moved on to
@@ -1997,7 +2040,7 @@ def run_traced(regs, mem, pf, xf, ctl, eff, pk, pio, trc, blk):
         waits = ctl[C_HLT_WAITS]
         resumed = ctl[C_REP_RESUME] != 0
         ctl[C_STEP] = 1
-        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio, blk)
+        reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
         ran = ctl[C_INSTRUCTIONS] - insns
         if ran == 1 and not resumed:
             ctl[C_TRACE_N] = n + 1          # the record stands

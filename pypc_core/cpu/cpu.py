@@ -34,7 +34,6 @@ class Cpu:
         self.tracing = False       # mirrors ctl[C_TRACE] != 0 (read on every run)
         self.r = Registers(self.regs)
         self.translator = None     # a translator.Translator once ``translate()`` is on
-        self._no_blocks = np.zeros(1, dtype=np.int64)
 
     # -- the block translator ---------------------------------------------------
     def translate(self, **options):
@@ -47,19 +46,30 @@ class Cpu:
     # -- running ------------------------------------------------------------
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
-        if self.translator is not None and not self.tracing and self.ctl[S.C_STEP] == 0:
+        if self.translator is None:
+            # the interpreter alone: straight to the core (this is every
+            # exit's path, kept as short as it was before the translator)
+            self.ctl[S.C_DEADLINE] = until_cycle
+            if self.tracing:
+                return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
+                                       self.ctl, self.effects, self.port_kind, self.port_io,
+                                       self.trace_buf)
+            return core.run(self.regs, self.mem, self.page_table, self.xflags,
+                            self.ctl, self.effects, self.port_kind, self.port_io)
+        if not self.tracing and self.ctl[S.C_STEP] == 0:
             return self.translator.run(self._run, until_cycle)
         return self._run(until_cycle)
 
     def _run(self, until_cycle):
+        # one run of the core with the translator on (its slices, see translator.py)
         self.ctl[S.C_DEADLINE] = until_cycle
-        blk = self.translator.table if self.translator is not None else self._no_blocks
         if self.tracing:
             return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
-                                   self.trace_buf, blk)
-        return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                        self.ctl, self.effects, self.port_kind, self.port_io, blk)
+                                   self.trace_buf)
+        return core.run_translated(self.regs, self.mem, self.page_table, self.xflags,
+                                   self.ctl, self.effects, self.port_kind, self.port_io,
+                                   self.translator.table)
 
     def step(self, record=False, budget=1 << 62):
         """Execute exactly one instruction (a whole REP string instruction
