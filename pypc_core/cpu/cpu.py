@@ -46,9 +46,11 @@ class Cpu:
     # -- running ------------------------------------------------------------
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
-        if self.translator is None:
+        if self.translator is None or (self.ctl[S.C_HALTED] and not self.ctl[S.C_NMI]):
             # the interpreter alone: straight to the core (this is every
-            # exit's path, kept as short as it was before the translator)
+            # exit's path, kept as short as it was before the translator);
+            # so is a halted CPU with no NMI due, which runs no instruction
+            # (an idle machine's every run)
             self.ctl[S.C_DEADLINE] = until_cycle
             if self.tracing:
                 return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
@@ -56,7 +58,18 @@ class Cpu:
                                        self.trace_buf)
             return core.run(self.regs, self.mem, self.page_table, self.xflags,
                             self.ctl, self.effects, self.port_kind, self.port_io)
-        if not self.tracing and self.ctl[S.C_STEP] == 0:
+        ctl = self.ctl
+        if not self.tracing and ctl[S.C_STEP] == 0:
+            if until_cycle - int(ctl[S.C_CYCLES]) <= self.translator.short_run:
+                # a short run (an I/O-bound guest comes here for every
+                # exit): no sampling slices, one call
+                ctl[S.C_DEADLINE] = until_cycle
+                reason = core.run_translated(self.regs, self.mem, self.page_table, self.xflags,
+                                             ctl, self.effects, self.port_kind, self.port_io,
+                                             self.translator.table)
+                if ctl[S.C_BLOCK_STALE]:
+                    self.translator.note_stale()
+                return reason
             return self.translator.run(self._run, until_cycle)
         return self._run(until_cycle)
 

@@ -28,6 +28,7 @@ is translated (it depends on host speed through the compile budget) never
 shows in the machine's state.
 """
 
+import itertools
 import os
 import time
 from collections import OrderedDict
@@ -42,6 +43,9 @@ from .state import (C_BLOCK_STALE, C_CYCLES, C_DEADLINE, C_HALTED, C_INSTRUCTION
 CPU_HZ = 4_772_727          # the 8088's clock (the machine's CPU_HZ)
 
 _engine = None
+# JIT library names must never repeat in a process (ORC refuses a name it has
+# seen, even after the library is gone): one counter for every translator
+_library_serial = itertools.count(1)
 
 
 def _llvm():
@@ -155,8 +159,8 @@ class Translator:
         ctl = self.cpu.ctl
         if ctl[C_HALTED]:
             # a halted CPU waits for the caller's deadline in one step (each
-            # wait is a CPU Tick, so no slice may split it); an idle machine
-            # comes here for every device event: nothing else to do
+            # wait is a CPU Tick, so no slice may split it; Cpu.run makes
+            # such runs itself)
             return run_slice(until_cycle)
         slice_cycles = self.slice_cycles
         clock = time.perf_counter
@@ -167,9 +171,7 @@ class Translator:
             reason = run_slice(stop)
             self.run_seconds += clock() - t0
             if ctl[C_BLOCK_STALE]:
-                self.stale += int(ctl[C_BLOCK_STALE])
-                ctl[C_BLOCK_STALE] = 0
-                self._drop_stale()
+                self.note_stale()
             if reason == EXIT_BUDGET and stop < until_cycle and ctl[C_CYCLES] < until_cycle:
                 if ctl[C_REP_RESUME]:
                     # the sampling slice paused a REP string, which the core
@@ -184,6 +186,20 @@ class Translator:
                 self._sample()       # a run the machine ended: a sample if it was long
             ctl[C_DEADLINE] = until_cycle      # as one run would have left it
             return reason
+
+    @property
+    def short_run(self):
+        """Runs at most this long are not sliced or sampled (Cpu.run makes
+        them in one call: an idle machine's runs between its events)."""
+        return self.slice_cycles >> 3
+
+    def note_stale(self):
+        """Drop the regions the core found changed (C_BLOCK_STALE), and
+        clear the count: a control word that must be 0 when a run returns."""
+        ctl = self.cpu.ctl
+        self.stale += int(ctl[C_BLOCK_STALE])
+        ctl[C_BLOCK_STALE] = 0
+        self._drop_stale()
 
     def _sample(self):
         regs = self.cpu.regs
@@ -271,7 +287,7 @@ class Translator:
         _optimise(llvm, tm, pto, mod)
         obj = tm.emit_object(mod)
         library = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(name) \
-            .link(jit, "pypc_%d_%s" % (id(self), name))
+            .link(jit, "pypc_region_%d" % next(_library_serial))
         address = library[name]
         seconds = time.perf_counter() - t0
         self.compile_seconds += seconds
