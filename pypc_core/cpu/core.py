@@ -48,7 +48,7 @@ from .state import (
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
     EXIT_HALT, EXIT_WATCH, EXIT_IRQ, EXIT_FAULT,
     PG_READONLY, PG_WATCH_R,
-    XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W, XF_BLOCK, C_BLOCK_INSNS, C_BLOCK_STALE,
+    XF_BREAKPOINT, XF_TRAP, XF_WATCH_R, XF_WATCH_W, XF_BLOCK, C_BLOCK_INSNS,
     EFF_MEM_READ, EFF_MEM_WRITE, EFF_IO_READ, EFF_IO_WRITE,
 )
 
@@ -99,6 +99,7 @@ OP_STUCK = 0x100  # the pseudo-opcode run() hands op_misc for that
 # the rest of the budget pass with IP unchanged: time passes, nothing runs.
 MAX_PREFIXES = 0x10000
 EXIT_REGION = 100    # run() stopped where a translated region is entered (run_translated's)
+EXIT_SAMPLE = 101    # run_sliced: a sampling slice ended (the translator's)
 
 
 # ---------------------------------------------------------------------------
@@ -1648,8 +1649,38 @@ def enter_region(regs, mem, pf, xf, ctl, blk, pc, ip0, cycles, deadline):
         # region when it sees the count)
         blk[pc] = 0
         xf[pc] &= ~XF_BLOCK
-        ctl[C_BLOCK_STALE] += 1
+        blk[M20 + 3] += 1
+        blk[M20 + 4] = 1
     return 0
+
+
+@njit(**JIT)
+def run_sliced(regs, mem, pf, xf, ctl, eff, pk, pio, blk, until, slice_cycles):
+    """``run_translated`` to cycle ``until`` in slices of ``slice_cycles``
+    (the translator samples where they end): returns EXIT_SAMPLE when a
+    slice ended before ``until`` (call again after sampling), else the
+    run's exit.  The slices are invisible: C_DEADLINE is left at ``until``
+    and a REP string a slice paused is counted once, as in one run.
+    ``blk[M20 + 4]`` is set when Python should look (a run long enough to
+    sample, a region found changed)."""
+    before = ctl[C_CYCLES]
+    stop = before + slice_cycles
+    if stop > until:
+        stop = until
+    ctl[C_DEADLINE] = stop
+    reason = run_translated(regs, mem, pf, xf, ctl, eff, pk, pio, blk)
+    ctl[C_DEADLINE] = until
+    if reason == EXIT_BUDGET and stop < until and ctl[C_CYCLES] < until:
+        if ctl[C_REP_RESUME] != 0:
+            # the slice paused a REP string, which the core counts as an
+            # instruction again when the next slice resumes it; one run to
+            # ``until`` would have counted it once (one paused at or past
+            # ``until`` paused where that run would have: no resume comes)
+            ctl[C_INSTRUCTIONS] -= 1
+        return EXIT_SAMPLE
+    if ctl[C_CYCLES] - before >= slice_cycles >> 3:
+        blk[M20 + 4] = 1
+    return reason
 
 
 @njit(**JIT)

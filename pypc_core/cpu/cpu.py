@@ -58,19 +58,8 @@ class Cpu:
                                        self.trace_buf)
             return core.run(self.regs, self.mem, self.page_table, self.xflags,
                             self.ctl, self.effects, self.port_kind, self.port_io)
-        ctl = self.ctl
-        if not self.tracing and ctl[S.C_STEP] == 0:
-            if until_cycle - int(ctl[S.C_CYCLES]) <= self.translator.short_run:
-                # a short run (an I/O-bound guest comes here for every
-                # exit): no sampling slices, one call
-                ctl[S.C_DEADLINE] = until_cycle
-                reason = core.run_translated(self.regs, self.mem, self.page_table, self.xflags,
-                                             ctl, self.effects, self.port_kind, self.port_io,
-                                             self.translator.table)
-                if ctl[S.C_BLOCK_STALE]:
-                    self.translator.note_stale()
-                return reason
-            return self.translator.run(self._run, until_cycle)
+        if not self.tracing and self.ctl[S.C_STEP] == 0:
+            return self.translator.run(until_cycle)
         return self._run(until_cycle)
 
     def _run(self, until_cycle):

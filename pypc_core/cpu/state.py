@@ -68,7 +68,6 @@ C_TRAP_ENABLE = 22    # 1: firmware traps (exec flag bit 1) are honoured
 C_WATCH_IP = 24       # IP (offset) of the instruction that hit the watch
 C_WATCH_CS = 25       # CS of the instruction that hit the watch
 C_BLOCK_INSNS = 26    # the block translator: instructions a translated region executed (0 after a run)
-C_BLOCK_STALE = 27    # the block translator: regions found changed since translation (Python clears it)
 C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
 # the debugger's words (see pypc_core/debugger.py)

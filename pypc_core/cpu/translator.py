@@ -37,9 +37,11 @@ import numpy as np
 
 from . import state as S
 from . import blockgen
-from .state import (C_BLOCK_STALE, C_CYCLES, C_DEADLINE, C_HALTED, C_INSTRUCTIONS,
-                    C_REP_RESUME, CS, EXIT_BUDGET, IP, XF_BLOCK)
+from .core import EXIT_SAMPLE, run_sliced as _run_sliced
+from .state import C_CYCLES, CS, IP, XF_BLOCK
 
+STALE = S.MEM_SIZE + 2      # table words after the entries (core.enter_region's)
+LOOK = S.MEM_SIZE + 3
 CPU_HZ = 4_772_727          # the 8088's clock (the machine's CPU_HZ)
 
 _engine = None
@@ -55,7 +57,6 @@ def _llvm():
     global _engine
     if _engine is None:
         import llvmlite.binding as llvm
-        import numba  # noqa: F401  (numba initialises LLVM's targets)
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         target = llvm.Target.from_default_triple()
@@ -137,15 +138,18 @@ class Translator:
         self.saved_per_insn = saved_per_insn
         self.max_regions = max_regions
         self.max_insns = max_insns
-        # the entry table, then two counters the core keeps: instructions
-        # executed in regions, region calls that executed any
-        self.table = np.zeros(S.MEM_SIZE + 2, dtype=np.int64)
+        # the entry table, then what the core keeps for the translator:
+        # instructions executed in regions, region calls that executed any,
+        # regions found changed, and a flag "look" (a long run, a change)
+        self.table = np.zeros(S.MEM_SIZE + 4, dtype=np.int64)
+        self._core_args = (cpu.regs, cpu.mem, cpu.page_table, cpu.xflags, cpu.ctl,
+                           cpu.effects, cpu.port_kind, cpu.port_io, self.table)
         self.regions = OrderedDict()     # key (cs, ip) -> Region
         self._owner = {}                 # pc -> Region entered there
         self._samples = {}
         self._untranslatable = set()
         self._sizes = {}                 # (cs, ip) -> instructions of a region refused for its cost
-        self.run_seconds = 0.0
+        self._started = time.perf_counter()
         self.compile_seconds = 0.0
         self.translated = 0
         self.evicted = 0
@@ -153,53 +157,31 @@ class Translator:
         self._serial = 0
 
     # -- the run loop ------------------------------------------------------------
-    def run(self, run_slice, until_cycle):
-        """Run the CPU to ``until_cycle`` in sampling slices; ``run_slice(c)``
-        runs the core to cycle c and returns its exit reason."""
-        ctl = self.cpu.ctl
-        if ctl[C_HALTED]:
-            # a halted CPU waits for the caller's deadline in one step (each
-            # wait is a CPU Tick, so no slice may split it; Cpu.run makes
-            # such runs itself)
-            return run_slice(until_cycle)
-        slice_cycles = self.slice_cycles
-        clock = time.perf_counter
+    def run(self, until_cycle):
+        """Run the CPU to ``until_cycle`` in sampling slices (Cpu.run's path
+        with the translator on; the slicing is the core's ``run_sliced``, so
+        a run that ends at an exit before its first slice does, as most do,
+        costs one call)."""
+        table = self.table
         while True:
-            before = int(ctl[C_CYCLES])
-            stop = min(until_cycle, before + slice_cycles)
-            t0 = clock()
-            reason = run_slice(stop)
-            self.run_seconds += clock() - t0
-            if ctl[C_BLOCK_STALE]:
-                self.note_stale()
-            if reason == EXIT_BUDGET and stop < until_cycle and ctl[C_CYCLES] < until_cycle:
-                if ctl[C_REP_RESUME]:
-                    # the sampling slice paused a REP string, which the core
-                    # counts as an instruction again when the next slice
-                    # resumes it; one run to until_cycle would have counted
-                    # it once.  (A string that paused at or past until_cycle
-                    # paused where that one run would have: no resume comes.)
-                    ctl[C_INSTRUCTIONS] -= 1
-                self._sample()
-                continue
-            if int(ctl[C_CYCLES]) - before >= slice_cycles // 8:
-                self._sample()       # a run the machine ended: a sample if it was long
-            ctl[C_DEADLINE] = until_cycle      # as one run would have left it
-            return reason
+            reason = _run_sliced(*self._core_args, until_cycle, self.slice_cycles)
+            if reason != EXIT_SAMPLE:
+                break
+            self._sample()
+        if table[LOOK]:
+            table[LOOK] = 0
+            if table[STALE] != self.stale:
+                self.stale = int(table[STALE])
+                self._drop_stale()
+            self._sample()           # a long run the machine ended: a sample
+        return reason
 
     @property
-    def short_run(self):
-        """Runs at most this long are not sliced or sampled (Cpu.run makes
-        them in one call: an idle machine's runs between its events)."""
-        return self.slice_cycles >> 3
-
-    def note_stale(self):
-        """Drop the regions the core found changed (C_BLOCK_STALE), and
-        clear the count: a control word that must be 0 when a run returns."""
-        ctl = self.cpu.ctl
-        self.stale += int(ctl[C_BLOCK_STALE])
-        ctl[C_BLOCK_STALE] = 0
-        self._drop_stale()
+    def run_seconds(self):
+        """Host seconds the machine has run since the translator started,
+        its compiling left out (what the 5 % share is of; read when a
+        sample is taken, so the run loop itself reads no clock)."""
+        return time.perf_counter() - self._started - self.compile_seconds
 
     def _sample(self):
         regs = self.cpu.regs
