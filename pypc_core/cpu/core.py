@@ -1629,7 +1629,7 @@ def enter_region(regs, mem, pf, xf, ctl, blk, pc, ip0, cycles, deadline):
     the instructions it executed (then ``ctl[C_BLOCK_INSNS]`` holds the new
     cycle count) or 0 (nothing done: the loop interprets).  Out of line, so
     that the interpreter's loop carries only the call."""
-    if blk.shape[0] <= M20 + 2 or blk[pc] == 0:
+    if blk[pc] == 0:
         return 0
     new_cycles = call_region(blk[pc], np.int64(regs.ctypes.data),
                              np.int64(mem.ctypes.data), np.int64(pf.ctypes.data),

@@ -14,6 +14,8 @@ uncacheable) and so that a snapshot is a plain copy of the arrays:
 
 import numpy as np
 
+CPU_HZ = 4_772_727            # the 8088's clock: 14.31818 MHz / 3
+
 # --- regs indices ---------------------------------------------------------
 AX, CX, DX, BX, SP, BP, SI, DI = range(8)
 ES, CS, SS, DS = 8, 9, 10, 11

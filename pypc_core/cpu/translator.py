@@ -38,11 +38,10 @@ import numpy as np
 from . import state as S
 from . import blockgen
 from .core import EXIT_SAMPLE, run_sliced as _run_sliced
-from .state import C_CYCLES, CS, IP, XF_BLOCK
+from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
 
 STALE = S.MEM_SIZE + 2      # table words after the entries (core.enter_region's)
 LOOK = S.MEM_SIZE + 3
-CPU_HZ = 4_772_727          # the 8088's clock (the machine's CPU_HZ)
 
 _engine = None
 # JIT library names must never repeat in a process (ORC refuses a name it has
@@ -98,21 +97,17 @@ def _optimise(llvm, tm, pto, mod):
 
 
 class Region:
-    """One translated region: its entry addresses and its LLVM module."""
+    """One translated region: where it is entered and the JIT library
+    holding its code (closing the library frees the code)."""
 
-    __slots__ = ("key", "cs", "pcs", "address", "module", "instructions", "code_bytes",
-                 "compile_seconds")
-    # ``module`` is the JIT library holding the code: closing it frees the code
+    __slots__ = ("key", "pcs", "library", "instructions", "code_bytes")
 
-    def __init__(self, key, cs, pcs, address, module, instructions, code_bytes, seconds):
+    def __init__(self, key, pcs, library, instructions, code_bytes):
         self.key = key
-        self.cs = cs
         self.pcs = pcs
-        self.address = address
-        self.module = module
+        self.library = library
         self.instructions = instructions
         self.code_bytes = code_bytes
-        self.compile_seconds = seconds
 
 
 class Translator:
@@ -278,12 +273,12 @@ class Translator:
         # translated instruction so far
         self.seconds_per_insn = self.compile_seconds / self.compiled_insns
         pcs = [(csb + i) & 0xFFFFF for i in insns]
-        region = Region((cs, ip), cs, pcs, address, library, len(insns), len(code), seconds)
+        region = Region((cs, ip), pcs, library, len(insns), len(code))
         if region.key in self.regions:
-            self._evict(self.regions[region.key])
-            self.evicted -= 1
+            self._drop(self.regions[region.key])      # replaced, not evicted
         while len(self.regions) >= self.max_regions:
-            self._evict(next(iter(self.regions.values())))
+            self._drop(next(iter(self.regions.values())))
+            self.evicted += 1
         self.regions[region.key] = region
         for pc in pcs:
             self.table[pc] = address
@@ -292,7 +287,7 @@ class Translator:
         self.translated += 1
         return region
 
-    def _evict(self, region):
+    def _drop(self, region):
         self.regions.pop(region.key, None)
         xf = self.cpu.xflags
         for pc in region.pcs:
@@ -301,22 +296,20 @@ class Translator:
                 self.table[pc] = 0
                 xf[pc] &= ~np.uint8(XF_BLOCK)
         # nothing enters it any more: its library (the code) can go
-        region.module.close()
-        region.module = None
-        self.evicted += 1
+        region.library.close()
+        region.library = None
 
     def _drop_stale(self):
         # a region whose code changed was cut off where it was found
         # stale; drop every region with an entry the core cut off
         for region in list(self.regions.values()):
             if any(self.table[pc] == 0 and self._owner.get(pc) is region for pc in region.pcs):
-                self._evict(region)
-                self.evicted -= 1
+                self._drop(region)
 
     def flush(self):
         """Drop every translation (the memory under them was replaced)."""
         for region in list(self.regions.values()):
-            self._evict(region)
+            self._drop(region)
         self._samples.clear()
         self._untranslatable.clear()
 
