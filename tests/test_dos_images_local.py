@@ -80,6 +80,7 @@ def test_the_block_translator_boots_to_the_same_machine(image):
     assert screen_a == screen_b
     _same_state(state_a, state_b)
     assert tr.stats()["translated"] >= 1
+    assert tr.stats()["translated_instructions"] > 0
 
 
 def test_the_skip_says_why(tmp_path):

@@ -243,6 +243,7 @@ def test_random_programs_end_in_the_same_machine(seed):
             stats = cpu.translator.stats()
     assert_same(*states)
     assert stats["translated"] >= 1
+    assert stats["translated_instructions"] > 0        # and it ran, not only compiled
 
 
 def test_the_standard_loop_is_translated_and_exact():
@@ -256,8 +257,12 @@ def test_the_standard_loop_is_translated_and_exact():
         states.append(machine_state(cpu))
         executed.append((cpu.instructions, cpu.cycles))
     assert_same(*states)
-    assert executed[0] == (3 + 3 * (4 + 10 * 16 + 0) + 1, executed[0][1])
-    assert cpu.translator.stats()["regions"] >= 1
+    assert executed[0][0] == 3 + 3 * (4 + 10 * 16 + 0) + 1
+    assert executed[0] == executed[1]
+    stats = cpu.translator.stats()
+    assert stats["regions"] >= 1
+    # most of the loop ran translated (the interpreter ran it up to a sample)
+    assert stats["translated_instructions"] > executed[1][0] // 2
 
 
 def test_a_write_into_the_next_instruction_is_seen():
@@ -445,6 +450,7 @@ def test_a_cpu_heavy_dos_program_ends_in_the_same_machine(tmp_path):
     assert (text_a, code_a, screen_a) == (text_b, code_b, screen_b)
     _same_state(state_a, state_b)
     assert tr.stats()["translated"] >= 1
+    assert tr.stats()["translated_instructions"] > 0
 
 
 def test_an_interrupt_due_in_the_shadow_of_mov_ss_lands_where_it_does_without_translation():
@@ -468,3 +474,24 @@ def test_an_interrupt_due_in_the_shadow_of_mov_ss_lands_where_it_does_without_tr
         got.append((reason, cpu.instructions, int(cpu.regs[S.IP]), int(cpu.regs[S.BX])))
     assert got[0] == got[1]
     assert got[0][0] == S.EXIT_IRQ and got[0][2] == IP0 + 6     # after MOV SS and one INC
+
+
+def test_only_regions_holding_a_loop_are_translated_from_samples():
+    # a loop through INT 3 (left to the interpreter) leaves the region
+    # every time round; a native loop does not
+    through_int = bytes([0x40, 0xCC, 0xEB, 0xFC])          # l: inc ax ; int 3 ; jmp l
+    native = bytes([0x40, 0xE2, 0xFD, 0xF4])               # l: inc ax ; loop l ; hlt
+    insns, _ = blockgen.discover(lambda a: through_int[a - (CS0 << 4) - IP0]
+                                 if 0 <= a - (CS0 << 4) - IP0 < 4 else 0xF4, CS0, IP0)
+    assert not blockgen.has_loop(insns)
+    insns, _ = blockgen.discover(lambda a: native[a - (CS0 << 4) - IP0]
+                                 if 0 <= a - (CS0 << 4) - IP0 < 4 else 0xF4, CS0, IP0)
+    assert blockgen.has_loop(insns)
+    for code, want in ((through_int, 0), (native, 1)):
+        cpu = make_cpu(code, 11, dict(threshold=1, slice_cycles=300, compile_budget=False))
+        cpu.regs[S.CX] = 0xFFFF
+        # INT 3 to an IRET at 0000:0000
+        cpu.mem[0:1] = 0xCF
+        cpu.mem[12:16] = np.frombuffer(bytes([0, 0, 0, 0]), np.uint8)
+        cpu.run(200_000)
+        assert cpu.translator.stats()["translated"] == want
