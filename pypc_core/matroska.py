@@ -54,27 +54,27 @@ class MatroskaError(PypcError):
 
 
 # -- EBML primitives ----------------------------------------------------------
-def _read_id(buf, pos, end, what):
+def _vint_length(buf, pos, end, what, longest, kind):
+    """The length of the EBML variable-length integer at ``pos`` (its
+    first byte's leading zeros), at most ``longest`` bytes."""
     if pos >= end:
         raise MatroskaError(f"{what}: an element header runs past its end")
     first = buf[pos]
     length = 1
-    while length <= 4 and not first & (0x100 >> length):
+    while length <= longest and not first & (0x100 >> length):
         length += 1
-    if length > 4 or pos + length > end:
-        raise MatroskaError(f"{what}: a bad element id at byte {pos}")
+    if length > longest or pos + length > end:
+        raise MatroskaError(f"{what}: a bad element {kind} at byte {pos}")
+    return length
+
+
+def _read_id(buf, pos, end, what):
+    length = _vint_length(buf, pos, end, what, 4, "id")
     return int.from_bytes(buf[pos:pos + length], "big"), pos + length
 
 
 def _read_size(buf, pos, end, what):
-    if pos >= end:
-        raise MatroskaError(f"{what}: an element header runs past its end")
-    first = buf[pos]
-    length = 1
-    while length <= 8 and not first & (0x100 >> length):
-        length += 1
-    if length > 8 or pos + length > end:
-        raise MatroskaError(f"{what}: a bad element size at byte {pos}")
+    length = _vint_length(buf, pos, end, what, 8, "size")
     value = int.from_bytes(buf[pos:pos + length], "big") & ((1 << (7 * length)) - 1)
     if value == (1 << (7 * length)) - 1:
         value = _UNKNOWN
