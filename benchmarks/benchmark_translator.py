@@ -1,11 +1,16 @@
 """The block translator against the interpreter, side by side in one run.
 
     python benchmarks/benchmark_translator.py [--rounds N] [--freedos IMG] [--seconds S]
+                                              [--warm S] [--cache cold|warm]
 
 Each round measures every figure under the interpreter, then under the
 translator (A B A B ...), each in a fresh Cpu or Machine (the numba cache is
 warm; each translator starts empty, so its compile time is inside its
-figure):
+figure).  ``--cache cold`` (the default) runs with no region cache, so every
+region is compiled in the figure it is used in; ``--cache warm`` gives the
+run a region cache of its own, filled by one untimed pass of every figure
+first, as a machine finds it that runs software it (or another run) has run
+before:
 
 * the standard loop (shared/bench), bare CPU, MIPS, and unicorn on it where
   unicorn is installed;
@@ -36,6 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pypc_core import bench                                   # noqa: E402
 from pypc_core import system_bench as sb                      # noqa: E402
 from pypc_core.cpu import Cpu                                 # noqa: E402
+from pypc_core.cpu import region_cache                        # noqa: E402
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig  # noqa: E402
 
 
@@ -90,8 +96,12 @@ def main(argv=None):
     ap.add_argument("--warm", type=float, default=1.0,
                     help="emulated seconds each XT runs before its figure (default 1: a "
                          "young machine, compile time inside the figure; 30: steady state)")
+    ap.add_argument("--cache", choices=("cold", "warm"), default="cold",
+                    help="cold: no region cache, every region compiled in its figure; "
+                         "warm: a region cache filled by an untimed pass first")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="pypc-tr-bench-")
+    os.environ[region_cache.ENV] = "off" if args.cache == "cold" else os.path.join(tmp, "regions")
     idle_img, cpu_img = os.path.join(tmp, "idle.img"), os.path.join(tmp, "cpu.img")
     sb.floppy_image(idle_img, sb.idle_guest())
     sb.floppy_image(cpu_img, sb.cpu_guest())
@@ -105,6 +115,9 @@ def main(argv=None):
         figures["FreeDOS at the prompt, emulated MHz"] = \
             lambda e: dos_idle(e, args.freedos, args.seconds, args.warm)
     standard_loop("interpret")            # compile the core outside the measurement
+    if args.cache == "warm":
+        for fn in figures.values():
+            fn("translate")
     results = {name: {"interpret": [], "translate": []} for name in figures}
     unicorn = []
     busy0, own0, wall0 = busy_jiffies(), own_jiffies(), time.perf_counter()
@@ -119,8 +132,9 @@ def main(argv=None):
     hz = os.sysconf("SC_CLK_TCK")
     others = max(0.0, (busy_jiffies() - busy0 - (own_jiffies() - own0)) / hz / wall)
     out = {"rounds": args.rounds, "others_load_cores": round(others, 3),
-           "host_cpu": bench.host_cpu()}
-    print(f"host: {out['host_cpu']}; other processes' load during the run: {others:.2f} cores")
+           "host_cpu": bench.host_cpu(), "region_cache": args.cache}
+    print(f"host: {out['host_cpu']}; other processes' load during the run: {others:.2f} cores; "
+          f"region cache: {args.cache}")
     for name, r in results.items():
         a, b = r["interpret"], r["translate"]
         ratios = [y / x for x, y in zip(a, b)]

@@ -77,11 +77,12 @@ class FunctionType:
 
 
 class Block:
-    __slots__ = ("name", "lines")
+    __slots__ = ("name", "lines", "ids")
 
-    def __init__(self, name):
+    def __init__(self, name, ids):
         self.name = name
         self.lines = []
+        self.ids = ids          # the function's value numbers (shared by its blocks)
 
 
 class Argument(Value):
@@ -104,6 +105,9 @@ class Function:
             self.args.append(a)
         self.blocks = []
         self._block_names = set()
+        # value names count from 0 in every function, so the same code
+        # gives the same text (the region cache's key)
+        self._ids = itertools.count()
         module.functions.append(self)
 
     def append_basic_block(self, name="b"):
@@ -112,7 +116,7 @@ class Function:
             n += 1
             name = f"{base}.{n}"
         self._block_names.add(name)
-        block = Block(name)
+        block = Block(name, self._ids)
         self.blocks.append(block)
         return block
 
@@ -170,8 +174,6 @@ _I1 = IntType(1)
 
 
 class IRBuilder:
-    _ids = itertools.count()
-
     def __init__(self, block=None):
         self.block = block
 
@@ -179,7 +181,7 @@ class IRBuilder:
         self.block = block
 
     def _emit(self, type_, text):
-        ref = f"%v{next(self._ids)}"
+        ref = f"%v{next(self.block.ids)}"
         self.block.lines.append(f"  {ref} = {text}")
         return Value(type_, ref)
 
@@ -237,7 +239,7 @@ class IRBuilder:
         promotes only those, and they dominate every use)."""
         if entry is None:
             return self._emit(t.as_pointer(), f"alloca {t}")
-        ref = f"%v{next(self._ids)}"
+        ref = f"%v{next(entry.ids)}"
         entry.lines.insert(0, f"  {ref} = alloca {t}")
         return Value(t.as_pointer(), ref)
 

@@ -20,7 +20,14 @@ time within ``compile_share`` of the host time the CPU has run plus
 ``compile_per_emulated_s`` for each emulated second after the first, so a
 cold machine's first emulated second loses at most that share.  The cache
 holds at most ``max_regions`` regions; the least recently translated goes
-first.  docs/translator.md has the whole story and the measurements.
+first.
+
+What it keeps: a region's object code goes into the region cache
+(region_cache.py: this process and a folder on disk), so the same code
+translated again -- by the next machine, the next run -- costs its IR and
+a lookup, about a tenth of a compile; the budget charges a lookup first and
+the compile only on a miss.  docs/translator.md has the whole story and the
+measurements.
 
 Nothing here changes what the machine does: a region executes exactly the
 instructions the interpreter would have, with the same cycles, so which code
@@ -36,7 +43,7 @@ from collections import OrderedDict
 import numpy as np
 
 from . import state as S
-from . import blockgen
+from . import blockgen, region_cache
 from .core import EXIT_SAMPLE, run_sliced as _run_sliced
 from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
 
@@ -61,7 +68,7 @@ def _llvm():
         target = llvm.Target.from_default_triple()
         tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
                                           features=llvm.get_host_cpu_features().flatten(),
-                                          opt=2, codemodel="jitdefault")
+                                          opt=CODEGEN_OPT, codemodel="jitdefault")
         jit = llvm.create_lljit_compiler(tm)
         pto = llvm.create_pipeline_tuning_options(speed_level=2)
         _engine = (llvm, tm, jit, pto)
@@ -69,6 +76,23 @@ def _llvm():
 
 
 PIPELINE = "light"
+# the light pipeline's function passes, in order
+LIGHT_PASSES = ("sroa", "instruction_combine", "simplify_cfg", "new_gvn",
+                "instruction_combine", "sinking", "dead_code_elimination", "simplify_cfg")
+CODEGEN_OPT = 2
+SYMBOL = "region"      # every region's function (each has a JIT library of its own)
+
+
+def recipe():
+    """What a region's object code depends on besides its IR (the region
+    cache's key has both): LLVM, the host CPU, the passes."""
+    llvm = _llvm()[0]
+    import llvmlite
+    return "\n".join([
+        "llvmlite %s llvm %s" % (llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))),
+        "cpu %s features %s" % (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()),
+        "pipeline %s %s codegen-opt %d" % (PIPELINE, ",".join(LIGHT_PASSES), CODEGEN_OPT),
+    ])
 
 
 def _optimise(llvm, tm, pto, mod):
@@ -83,14 +107,8 @@ def _optimise(llvm, tm, pto, mod):
         pb.getModulePassManager().run(mod, pb)
         return
     fpm = llvm.create_new_function_pass_manager()
-    fpm.add_sroa_pass()
-    fpm.add_instruction_combine_pass()
-    fpm.add_simplify_cfg_pass()
-    fpm.add_new_gvn_pass()
-    fpm.add_instruction_combine_pass()
-    fpm.add_sinking_pass()
-    fpm.add_dead_code_elimination_pass()
-    fpm.add_simplify_cfg_pass()
+    for name in LIGHT_PASSES:
+        getattr(fpm, "add_%s_pass" % name)()
     for fn in mod.functions:
         if not fn.is_declaration:
             fpm.run(fn, pb)
@@ -117,7 +135,7 @@ class Translator:
                  compile_per_emulated_s=0.005, max_regions=512,
                  max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
                  compile_budget=True, loops_only=True, explore_limit=0.06,
-                 saved_per_insn=8e-9):
+                 saved_per_insn=8e-9, cache="default", lookup_per_insn=0.00015):
         if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
             raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
         self.cpu = cpu
@@ -125,14 +143,23 @@ class Translator:
         self.slice_cycles = slice_cycles
         self.compile_share = compile_share
         self.compile_per_emulated_s = compile_per_emulated_s
-        self.seconds_per_insn = seconds_per_insn      # the first estimate
+        self.seconds_per_insn = seconds_per_insn      # LLVM's compile: the first estimate
         self.compiled_insns = 0
+        self.llvm_seconds = 0.0
+        # the region's IR and the cache lookup (first estimate: measured on
+        # the standard loop's region)
+        self.lookup_per_insn = lookup_per_insn
+        self.lookup_seconds = 0.0
+        self.lookup_insns = 0
+        self._known_misses = set()
         self.compile_budget = compile_budget      # False: translate whatever is sampled (tests)
         self.loops_only = loops_only              # sampled regions must hold a loop
         self.explore_limit = explore_limit
         self.saved_per_insn = saved_per_insn
         self.max_regions = max_regions
         self.max_insns = max_insns
+        self.cache = self._region_cache(cache)
+        self.cache_hits = 0              # regions whose object code came from the cache
         # the entry table, then what the core keeps for the translator:
         # instructions executed in regions, region calls that executed any,
         # regions found changed, and a flag "look" (a long run, a change)
@@ -149,7 +176,6 @@ class Translator:
         self.translated = 0
         self.evicted = 0
         self.stale = 0
-        self._serial = 0
 
     # -- the run loop ------------------------------------------------------------
     def run(self, until_cycle):
@@ -192,34 +218,53 @@ class Translator:
         self._translate_within_budget(cs, ip)
 
     def _translate_within_budget(self, cs, ip):
-        """Translate CS:IP if its estimated compile time fits the budget:
-        ``compile_share`` of the host time run so far, plus
-        ``compile_per_emulated_s`` for every emulated second after the first
-        (a machine that has run longer has shown more of what repays)."""
+        """Translate CS:IP if its estimated cost fits the budget (see
+        ``budget``).  With a region cache the cost comes in two steps: the
+        region's IR and the cache lookup (a tenth of a compile), then, on a
+        miss, LLVM's compile; each is paid only when the budget has room
+        for it, so a machine that finds its regions cached translates them
+        at once, young or not."""
+        budget = None
         if self.compile_budget:
             budget = self.budget()
             # the size found last time (or a small region) before decoding
             # again: a refused sample must cost next to nothing
             size = self._sizes.get((cs, ip), 4)
-            if self.compile_seconds + self.seconds_per_insn * size > budget:
+            if self.compile_seconds + self._first_cost(cs, ip, size) > budget:
                 return None
-        try:
-            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
-        except blockgen.Untranslatable:
-            insns = {}
+        insns = self._discover(cs, ip)
         if not insns or (self.loops_only and not blockgen.has_loop(insns)):
             # nothing to translate, or straight-line code that leaves at
             # once: entered once per pass it saves a few nanoseconds against
             # milliseconds of compiling (FreeDOS's idle loop is made of such)
             self._untranslatable.add((cs, ip))
             return None
-        if self.compile_budget and \
-                self.compile_seconds + self.seconds_per_insn * len(insns) > budget:
-            if len(self._sizes) > 4096:
-                self._sizes.clear()
-            self._sizes[(cs, ip)] = len(insns)
+        if budget is not None and \
+                self.compile_seconds + self._first_cost(cs, ip, len(insns)) > budget:
+            self._refused(cs, ip, len(insns))
             return None
-        return self._compile(cs, ip, insns)
+        region = self._compile(cs, next(iter(insns)), insns, budget)
+        if region is None:
+            # a miss the budget cannot compile yet: a sample anywhere in it
+            # is now judged by the compile's cost before anything is built
+            for i in insns:
+                self._refused(cs, i, len(insns), miss=True)
+        return region
+
+    def _first_cost(self, cs, ip, size):
+        # without a cache, or where the cache missed before: the compile;
+        # else the IR and the lookup
+        if self.cache is None or (cs, ip) in self._known_misses:
+            return (self.lookup_per_insn + self.seconds_per_insn) * size
+        return self.lookup_per_insn * size
+
+    def _refused(self, cs, ip, size, miss=False):
+        if len(self._sizes) > 4096:
+            self._sizes.clear()
+            self._known_misses.clear()
+        self._sizes[(cs, ip)] = size
+        if miss:
+            self._known_misses.add((cs, ip))
 
     # -- translating -------------------------------------------------------------
     def budget(self):
@@ -239,39 +284,97 @@ class Translator:
     def _read(self, a):
         return int(self.cpu.mem[a])
 
+    @staticmethod
+    def _region_cache(cache):
+        """The region cache (region_cache.py) for the ``cache`` option:
+        "default" (this process's, with the default folder; none when
+        PYPC_TRANSLATION_CACHE is ``off``), a folder, a RegionCache, or
+        None (compile every region)."""
+        if cache is None or isinstance(cache, region_cache.RegionCache):
+            return cache
+        if cache == "default":
+            directory = region_cache.default_directory()
+            return None if directory is None else region_cache.shared(recipe(), directory)
+        if isinstance(cache, (str, os.PathLike)):
+            return region_cache.shared(recipe(), os.fspath(cache))
+        raise ValueError(f"translator cache: \"default\", a folder, a RegionCache or None, "
+                         f"not {cache!r}")
+
     def translate(self, cs, ip):
         """Translate the region entered at CS:IP now, whatever the budget;
         returns the Region or None when nothing there can be translated."""
-        try:
-            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
-        except blockgen.Untranslatable:
-            insns = {}
+        insns = self._discover(cs, ip)
         if not insns:
             self._untranslatable.add((cs, ip))
             return None
-        return self._compile(cs, ip, insns)
+        return self._compile(cs, next(iter(insns)), insns)
 
-    def _compile(self, cs, ip, insns):
+    def _discover(self, cs, ip):
+        """The region sampled at CS:IP (blockgen.discover), in a canonical
+        form: entered at its lowest IP when that finds the same
+        instructions (as it does anywhere in a loop), the rest in IP order.
+        The same code then gives the same IR wherever it was sampled, so
+        the region cache finds it again."""
+        try:
+            insns, _ = blockgen.discover(self._read, cs, ip, self.max_insns)
+        except blockgen.Untranslatable:
+            return {}
+        if not insns:
+            return insns
+        low = min(insns)
+        if low != ip:
+            try:
+                other, _ = blockgen.discover(self._read, cs, low, self.max_insns)
+            except blockgen.Untranslatable:
+                other = {}
+            if other.keys() == insns.keys():
+                ip = low
+        out = {ip: insns[ip]}
+        out.update((k, insns[k]) for k in sorted(insns) if k != ip)
+        return out
+
+    def _compile(self, cs, ip, insns, budget=None):
+        """The region's code, linked and entered from now on: from the
+        region cache, or compiled (then kept there).  With a ``budget``, a
+        miss whose compile does not fit it is not compiled: None."""
         t0 = time.perf_counter()
         csb = cs << 4
         code = blockgen.region_code_bytes(self._read, insns, csb)
-        self._serial += 1
-        name = "region_%d" % self._serial
-        module = blockgen.RegionCompiler(name, cs, insns, code).compile()
+        text = str(blockgen.RegionCompiler(SYMBOL, cs, insns, code).compile())
         llvm, tm, jit, pto = _llvm()
-        mod = llvm.parse_assembly(str(module))
-        mod.verify()
-        _optimise(llvm, tm, pto, mod)
-        obj = tm.emit_object(mod)
-        library = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(name) \
+        key = obj = None
+        if self.cache is not None:
+            key = self.cache.key(text)
+            obj = self.cache.get(key)
+        t1 = time.perf_counter()
+        self.compile_seconds += t1 - t0
+        self.lookup_insns += len(insns)
+        self.lookup_seconds += t1 - t0
+        self.lookup_per_insn = self.lookup_seconds / self.lookup_insns
+        if obj is None:
+            if budget is not None and \
+                    self.compile_seconds + self.seconds_per_insn * len(insns) > budget:
+                return None
+            mod = llvm.parse_assembly(text)
+            mod.verify()
+            _optimise(llvm, tm, pto, mod)
+            obj = tm.emit_object(mod)
+            if key is not None:
+                self.cache.put(key, obj)
+            t2 = time.perf_counter()
+            self.compile_seconds += t2 - t1
+            self.llvm_seconds += t2 - t1
+            self.compiled_insns += len(insns)
+            # what the next estimate uses: this process's measured cost
+            # per compiled instruction so far
+            self.seconds_per_insn = self.llvm_seconds / self.compiled_insns
+        else:
+            self.cache_hits += 1
+        t2 = time.perf_counter()
+        library = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(SYMBOL) \
             .link(jit, "pypc_region_%d" % next(_library_serial))
-        address = library[name]
-        seconds = time.perf_counter() - t0
-        self.compile_seconds += seconds
-        self.compiled_insns += len(insns)
-        # what the next estimate uses: this process's measured cost per
-        # translated instruction so far
-        self.seconds_per_insn = self.compile_seconds / self.compiled_insns
+        address = library[SYMBOL]
+        self.compile_seconds += time.perf_counter() - t2
         pcs = [(csb + i) & 0xFFFFF for i in insns]
         region = Region((cs, ip), pcs, library, len(insns), len(code))
         if region.key in self.regions:
@@ -317,6 +420,7 @@ class Translator:
         return {
             "regions": len(self.regions),
             "translated": self.translated,
+            "cache_hits": self.cache_hits,
             "evicted": self.evicted,
             "stale": self.stale,
             "instructions": sum(r.instructions for r in self.regions.values()),
