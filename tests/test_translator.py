@@ -413,6 +413,31 @@ def test_vectors_through_the_translator():
     assert runner.translated >= ran * 0.9
 
 
+@pytest.mark.skipif(not VECTORS.is_dir(), reason="conformance vectors not found")
+def test_vectors_inside_longer_regions():
+    # each vector's instruction between translated neighbours (two before,
+    # one after or a breakpoint at its end), a sample of every opcode file
+    # (the whole set: python -m pypc_core.cpu.conformance DIR --translate --in-block)
+    runner = conformance.Runner(translate=True, in_block=True)
+    masks = conformance.load_masks(str(VECTORS))
+    failures, ran = [], 0
+    for path in sorted(VECTORS.glob("*.jsonl.gz")):
+        stem = path.name[:-len(".jsonl.gz")]
+        mask = masks.get(stem, masks.get(stem.split(".")[0], 0xFFFF))
+        with gzip.open(path, "rt") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if lineno > 2:
+                    break
+                diff = runner.run_test(json.loads(line), mask)
+                ran += 1
+                if diff:
+                    failures.append((stem, lineno, diff))
+    assert not failures, failures[:5]
+    # most instructions the translator knows ran inside their region
+    assert runner.translated_in_block >= ran * 0.5
+    assert runner.block_skipped <= ran * 0.1
+
+
 def _same_state(a, b, where="state"):
     """Deep comparison of Machine.get_state() trees (arrays, dicts, lists)."""
     if isinstance(a, dict):
