@@ -158,7 +158,17 @@ class Translator:
         self.saved_per_insn = saved_per_insn
         self.max_regions = max_regions
         self.max_insns = max_insns
-        self.cache = self._region_cache(cache)
+        # the region cache, made at the first translation (its recipe needs
+        # LLVM, which a machine that never translates must not start)
+        if not (cache is None or cache == "default" or isinstance(cache, (str, os.PathLike))
+                or isinstance(cache, region_cache.RegionCache)):
+            raise ValueError(f"translator cache: \"default\", a folder, a RegionCache or None, "
+                             f"not {cache!r}")
+        self._cache_option = cache
+        self._cache = None
+        self._cache_made = False
+        self._cache_wanted = cache is not None and (
+            cache != "default" or region_cache.default_directory() is not None)
         self.cache_hits = 0              # regions whose object code came from the cache
         # the entry table, then what the core keeps for the translator:
         # instructions executed in regions, region calls that executed any,
@@ -254,7 +264,7 @@ class Translator:
     def _first_cost(self, cs, ip, size):
         # without a cache, or where the cache missed before: the compile;
         # else the IR and the lookup
-        if self.cache is None or (cs, ip) in self._known_misses:
+        if not self._cache_wanted or (cs, ip) in self._known_misses:
             return (self.lookup_per_insn + self.seconds_per_insn) * size
         return self.lookup_per_insn * size
 
@@ -284,6 +294,14 @@ class Translator:
     def _read(self, a):
         return int(self.cpu.mem[a])
 
+    @property
+    def cache(self):
+        """The region cache (a region_cache.RegionCache), or None."""
+        if not self._cache_made:
+            self._cache = self._region_cache(self._cache_option)
+            self._cache_made = True
+        return self._cache
+
     @staticmethod
     def _region_cache(cache):
         """The region cache (region_cache.py) for the ``cache`` option:
@@ -295,10 +313,7 @@ class Translator:
         if cache == "default":
             directory = region_cache.default_directory()
             return None if directory is None else region_cache.shared(recipe(), directory)
-        if isinstance(cache, (str, os.PathLike)):
-            return region_cache.shared(recipe(), os.fspath(cache))
-        raise ValueError(f"translator cache: \"default\", a folder, a RegionCache or None, "
-                         f"not {cache!r}")
+        return region_cache.shared(recipe(), os.fspath(cache))
 
     def translate(self, cs, ip):
         """Translate the region entered at CS:IP now, whatever the budget;
