@@ -271,6 +271,7 @@ class Backplane:
         # the boards as it is; any other is wrapped in int()
         self.clock_is_int = clock is None or clock_returns_int
         self.ports.clock = self.clock
+        self.memory.clock = self.clock
         self.pic = pic
         self.dma = dma
         self._reschedule = reschedule
@@ -507,13 +508,15 @@ class Board:
         self._check_memory(base, size * copies)
         return RamJournal(self._bp.memory, base, size, copies, log, owner=self.name)
 
-    def overlay_compiled(self, base, size, cfunc, context=None):
+    def overlay_compiled(self, base, size, cfunc, context=None, clocked=False):
         """Put a numba ``cfunc`` over the card's window for a while (a write
         journal on a handler window): every data access calls it until
         ``remove_overlay``.  Returns its ``Handler`` (give it a
-        ``write_block`` for the bus's Python-side writes)."""
+        ``write_block`` for the bus's Python-side writes).  ``clocked``: the
+        core passes each write's cycle in ``op >> 1`` (``op & 1`` is the
+        write bit)."""
         self._check_memory(base, size)
-        h = Handler.compiled(cfunc, context)
+        h = Handler.compiled(cfunc, context, clocked=clocked)
         try:
             self._bp.memory.overlay_handler(base, size, h)
         except MemoryMapError as exc:

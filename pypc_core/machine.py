@@ -83,6 +83,7 @@ class Machine(ExitHandling):
             raise MachineError(f"memory must be 16..640 KiB in 16 KiB steps, not {cfg.memory_kib}")
         self.memory.map_ram(0, cfg.memory_kib * 1024, owner="ram")
         self.ports.clock = self.clock
+        self.memory.clock = self.clock
         if cfg.cpu not in CPU_ENGINES:
             raise MachineError(f"cpu must be one of {', '.join(CPU_ENGINES)}, not {cfg.cpu!r}")
         self.cpu = Cpu(self.memory.mem, self.memory.page_table, self.memory.xflags,

@@ -12,11 +12,14 @@ history observes the machine's port map while recording,
 ``PortMap.add_observer``, so ports the CPU would answer itself go through
 Python too).  The log is drained in order at
 every such port write, every Python-side write to the window, and after
-every slice of execution (at most :data:`SLICE_CYCLES`, 32,768 cycles or
-about 6.9 emulated ms, while recording) and every step, so two writes to
-one byte are two events, in program order.  An event's ``clock`` is the emulated clock
-when the log was drained: exact for ``memory.write``, firmware writes and
-port writes, and for a CPU write the first drain after it (within its slice).
+every slice of execution (at most :data:`SLICE_CYCLES`, 524,288 cycles or
+about 110 emulated ms, while recording: the log holds what the fastest
+writer makes in that time) and every step, so two writes to one byte are
+two events, in program order.  An event's ``clock`` is exact: the emulated
+cycle its write happened at -- for a CPU write the cycle its instruction
+began at (a REP string's: its iteration's), which the core hands the
+journal with the write; for ``memory.write``, firmware writes and port
+writes the machine's cycle when they were made.
 
 In a graphics mode (CGA mode register bit 1, VGA graphics controller 6 bit
 0) video memory is not journaled; when the card returns to a text mode, the
@@ -42,8 +45,10 @@ MAX_CAPACITY = 1_000_000
 DEFAULT_CAPACITY = 500_000
 MAX_READ = 4096
 DEFAULT_READ = 1024
-SLICE_CYCLES = 1 << 15               # 32,768 cycles, about 6.9 emulated ms, while recording
-LOG_ENTRIES = 1 << 16                # the card's log between drains (a slice writes far fewer)
+SLICE_CYCLES = 1 << 19               # 524,288 cycles, about 110 emulated ms, while recording
+# the card's log between drains: REP STOSW writes a byte every 7 cycles, so a
+# slice makes at most 75,000 writes, a VGA's up to three entries each
+LOG_ENTRIES = 1 << 18
 KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
 KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
 
@@ -95,19 +100,21 @@ class History:
         self.next_sequence += 1
 
     def _add_many(self, kinds, address, old, new, clock):
-        """Append events from arrays, in order (the latest ``capacity`` stay)."""
+        """Append events from arrays (``clock`` too), in order (the latest
+        ``capacity`` stay)."""
         n = len(kinds)
         if n > self.capacity:
             cut = n - self.capacity
             self.next_sequence += cut
             kinds, address, old, new = kinds[cut:], address[cut:], old[cut:], new[cut:]
+            clock = clock[cut:]
             n = self.capacity
         start = (self.next_sequence - 1) % self.capacity
         first = min(n, self.capacity - start)         # up to the ring's end, then from 0
         for lo, hi, src in ((start, start + first, slice(0, first)),
                             (0, n - first, slice(first, n))):
             if hi > lo:
-                self.clock[lo:hi] = clock
+                self.clock[lo:hi] = clock[src]
                 self.kind[lo:hi] = kinds[src]
                 self.address[lo:hi] = address[src]
                 self.old[lo:hi] = old[src]
@@ -159,19 +166,20 @@ class History:
 
     def drain(self):
         """Turn what the card logged since the last drain into events, in
-        order, at the clock now."""
+        order, each at the cycle it was logged at."""
         entries, lost = self.log.drain()
         # the log filled inside one slice (it holds LOG_ENTRIES): those
         # writes are gone, and lost_events says so
         self.never_recorded += lost
         if not len(entries):
             return
-        kinds, off, old, new = entries[:, 0], entries[:, 1], entries[:, 2], entries[:, 3]
+        kinds, off, old, new, cycle = (entries[:, 0], entries[:, 1], entries[:, 2],
+                                       entries[:, 3], entries[:, 4])
         apply_entries(entries, TEXT, self.vram)
         if self.font is not None:
             apply_entries(entries, FONT, self.font)
         codes = np.where(kinds == TEXT, KIND_CODES["text"], KIND_CODES["font"]).astype(np.uint8)
-        self._add_many(codes, off, old, new, self.ctl.machine.clock())
+        self._add_many(codes, off, old, new, cycle)
 
     def catch_up(self):
         """Events for what the text (and font) memory holds that the journal

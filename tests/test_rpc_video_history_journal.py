@@ -306,3 +306,90 @@ def test_the_vga_window_gets_its_own_handler_back(vga, v):
     v.call("video.history.stop")
     after = [(int(table[p]), int(table[PT_FN + p]), int(table[PT_CTX + p])) for p in pages]
     assert after == before and PAGE_COUNT == 256
+
+
+# -- exact clocks ----------------------------------------------------------------------
+
+def boundary_clocks(c, code, count):
+    """The clock at each of the first ``count`` instruction boundaries of
+    ``code`` at 1000:0000, stepped one instruction at a time (a REP string
+    is one step), relative to the first."""
+    write(c, CODE << 4, code)
+    set_csip(c, CODE, 0)
+    clocks = []
+    for _ in range(count):
+        clocks.append(c.call("state.get")["clock"])
+        op = c.call("execution.step")["operation_id"]
+        assert c.call("execution.wait", {"operation_id": op})["stop_reason"]["kind"] == "step"
+    return [k - clocks[0] for k in clocks]
+
+
+def run_from(c, code):
+    """``run_code``, returning the clock it started at."""
+    write(c, CODE << 4, code)
+    set_csip(c, CODE, 0)
+    start = c.call("state.get")["clock"]
+    bp = c.call("breakpoints.create", {"address": {
+        "space": "segmented", "segment": CODE, "offset": len(code) - 2}})
+    op = c.call("execution.continue")["operation_id"]
+    done = c.call("execution.wait", {"operation_id": op, "timeout_ms": 30000})
+    c.call("breakpoints.delete", {"breakpoint_id": bp["breakpoint_id"]})
+    assert done["stop_reason"]["kind"] == "breakpoint", done
+    return start
+
+
+@pytest.mark.parametrize("card", ["cga", "vga"])
+def test_a_guest_writes_clock_is_the_cycle_its_instruction_began_at(card, request):
+    # GUEST's writes: instructions 2 and 3 (MOV byte), 7 (REP STOSW, three
+    # iterations) and 8 (MOV byte); the events come from one continue, so
+    # their clocks can only be right if each write carries its own cycle
+    x = request.getfixturevalue("c" if card == "cga" else "v")
+    if card == "cga":
+        cga_text(x)
+    else:
+        run_code(x, bytes([0xB8, 0x03, 0x00, 0xCD, 0x10, 0xEB, 0xFE]))   # mode 3
+    parked(x)
+    screen = bytes([0x70, 0x17, 0x20, 0x07, 0x20, 0x07])
+    write(x, TEXT, screen)
+    b = boundary_clocks(x, GUEST, 10)
+    write(x, TEXT, screen)
+    x.call("video.history.start")
+    start = run_from(x, GUEST)
+    evs = [e for e in events(x)["events"] if e["kind"] == "text"]
+    x.call("video.history.stop")
+    rel = [(e["address"], e["old"], e["new"], e["clock"] - start) for e in evs]
+    assert rel[0] == (0, 0x70, 0x41, b[2])
+    assert rel[1] == (0, 0x41, 0x42, b[3])
+    assert rel[-1] == (1, 0x07, 0x1E, b[8])
+    # REP STOSW: each iteration's bytes share the iteration's cycle; the
+    # iterations are equally spaced inside the instruction
+    rep = rel[2:-1]
+    assert [(a, o, n) for a, o, n, _ in rep] == [
+        t for t in guest_expectations(0x70, 0x17)[2:-1] if t[1] != t[2]]
+    per_iteration = {}
+    for a, _, _, clock in rep:
+        per_iteration.setdefault(a // 2, set()).add(clock)
+    assert all(len(v) == 1 for v in per_iteration.values())
+    it = [per_iteration[k].pop() for k in sorted(per_iteration)]
+    assert sorted(per_iteration) == [0, 1, 2]
+    assert b[7] < it[0] < it[1] < it[2] < b[8]
+    assert it[1] - it[0] == it[2] - it[1]
+
+
+def test_a_write_later_in_a_long_run_is_not_stamped_with_the_drain(c):
+    # a write near the start of a long run: its clock is its instruction's,
+    # not the clock at the end of the slice that drained it
+    cga_text(c)
+    parked(c)
+    write(c, TEXT, b"\x70")
+    # mov ax,B800h / mov es,ax / mov byte [es:0],41h / mov cx,4000h / loop $ / jmp $
+    code = bytes.fromhex("B800B8 8EC0 26C606000041 B90040 E2FE EBFE")
+    b = boundary_clocks(c, code, 3)
+    write(c, TEXT, b"\x70")
+    c.call("video.history.start")
+    start = run_from(c, code)
+    end = c.call("state.get")["clock"]
+    (e,) = [e for e in events(c)["events"] if e["kind"] == "text"]
+    c.call("video.history.stop")
+    assert (e["old"], e["new"], e["clock"] - start) == (0x70, 0x41, b[2])
+    assert end - start > 16 * 0x4000               # the loop ran long after it

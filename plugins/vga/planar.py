@@ -484,7 +484,7 @@ def port_handler():
 # memory is not journaled)
 
 @njit(**JIT)
-def journaled_write(planes, st, a, v, log):
+def journaled_write(planes, st, a, v, log, cycle):
     off = window_offset(st, a)
     if off < 0:
         return
@@ -503,39 +503,39 @@ def journaled_write(planes, st, a, v, log):
     if addr < 0x8000 and (addr & 1) == 0:
         n0 = np.int64(planes[0, addr])
         if n0 != b0:
-            log_append(log, TEXT, addr, b0, n0)
+            log_append(log, TEXT, addr, b0, n0, cycle)
         n1 = np.int64(planes[1, addr])
         if n1 != b1:
-            log_append(log, TEXT, addr + 1, b1, n1)
+            log_append(log, TEXT, addr + 1, b1, n1, cycle)
     n2 = np.int64(planes[2, addr])
     if n2 != b2:
-        log_append(log, FONT, addr, b2, n2)
+        log_append(log, FONT, addr, b2, n2, cycle)
 
 
 @njit(**JIT)
-def journaled_fill(planes, st, a, count, v, log):
+def journaled_fill(planes, st, a, count, v, log, cycle):
     for i in range(count):
-        journaled_write(planes, st, (a + i) & 0xFFFFF, v, log)
+        journaled_write(planes, st, (a + i) & 0xFFFFF, v, log, cycle)
 
 
 @njit(**JIT)
-def journaled_fill_words(planes, st, a, count, w, log):
+def journaled_fill_words(planes, st, a, count, w, log, cycle):
     for i in range(count):
-        journaled_write(planes, st, (a + 2 * i) & 0xFFFFF, w & 0xFF, log)
-        journaled_write(planes, st, (a + 2 * i + 1) & 0xFFFFF, (w >> 8) & 0xFF, log)
+        journaled_write(planes, st, (a + 2 * i) & 0xFFFFF, w & 0xFF, log, cycle)
+        journaled_write(planes, st, (a + 2 * i + 1) & 0xFFFFF, (w >> 8) & 0xFF, log, cycle)
 
 
 @njit(**JIT)
-def journaled_copy(planes, st, dst, src, count, log):
+def journaled_copy(planes, st, dst, src, count, log, cycle):
     for i in range(count):
         v = cpu_read(planes, st, (src + i) & 0xFFFFF)
-        journaled_write(planes, st, (dst + i) & 0xFFFFF, v, log)
+        journaled_write(planes, st, (dst + i) & 0xFFFFF, v, log, cycle)
 
 
 @njit(**JIT)
-def journaled_block(planes, st, a, data, log):
+def journaled_block(planes, st, a, data, log, cycle):
     for i in range(data.shape[0]):
-        journaled_write(planes, st, (a + i) & 0xFFFFF, data[i], log)
+        journaled_write(planes, st, (a + i) & 0xFFFFF, data[i], log, cycle)
 
 
 _JOURNAL_HANDLER = None
@@ -566,7 +566,7 @@ def journal_handler():
             if (op & 1) == 0:
                 return cpu_read(planes, st, a)
             log = carray(voidptr(c[J_LOG]), (c[J_LOG_WORDS],), np.int64)
-            journaled_write(planes, st, a, v, log)
+            journaled_write(planes, st, a, v, log, op >> 1)     # op >> 1: the cycle
             return 0
 
         _JOURNAL_HANDLER = handler

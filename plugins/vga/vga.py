@@ -135,30 +135,30 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
     def mem_write(self, address, value):
         """A CPU write of byte ``value`` at linear ``address``."""
         if self._journal is not None:
-            return self._journaled(1, lambda log, i, n: planar.journaled_write(
-                self.planes, self.st, address & 0xFFFFF, value & 0xFF, log))
+            return self._journaled(1, lambda log, i, n, now: planar.journaled_write(
+                self.planes, self.st, address & 0xFFFFF, value & 0xFF, log, now))
         planar.cpu_write(self.planes, self.st, address & 0xFFFFF, value & 0xFF)
 
     def mem_fill(self, address, count, value):
         """``count`` CPU writes of ``value`` from ``address`` upwards."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n: planar.journaled_fill(
-                self.planes, self.st, (address + i) & 0xFFFFF, n, value & 0xFF, log))
+            return self._journaled(count, lambda log, i, n, now: planar.journaled_fill(
+                self.planes, self.st, (address + i) & 0xFFFFF, n, value & 0xFF, log, now))
         planar.fill(self.planes, self.st, address & 0xFFFFF, count, value & 0xFF)
 
     def mem_fill_words(self, address, count, word):
         """``count`` CPU word writes of ``word`` (REP STOSW): low byte first."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n: planar.journaled_fill_words(
-                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log),
+            return self._journaled(count, lambda log, i, n, now: planar.journaled_fill_words(
+                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log, now),
                 per=2)
         planar.fill_words(self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF)
 
     def mem_copy(self, dst, src, count):
         """``count`` CPU read/write pairs (latches go along, as REP MOVSB)."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n: planar.journaled_copy(
-                self.planes, self.st, (dst + i) & 0xFFFFF, (src + i) & 0xFFFFF, n, log))
+            return self._journaled(count, lambda log, i, n, now: planar.journaled_copy(
+                self.planes, self.st, (dst + i) & 0xFFFFF, (src + i) & 0xFFFFF, n, log, now))
         planar.copy(self.planes, self.st, dst & 0xFFFFF, src & 0xFFFFF, count)
 
     def mem_block_read(self, address, count):
@@ -170,8 +170,8 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
     def mem_block_write(self, address, data):
         arr = np.frombuffer(bytes(data), dtype=np.uint8)
         if self._journal is not None:
-            return self._journaled(len(arr), lambda log, i, n: planar.journaled_block(
-                self.planes, self.st, (address + i) & 0xFFFFF, arr[i:i + n], log))
+            return self._journaled(len(arr), lambda log, i, n, now: planar.journaled_block(
+                self.planes, self.st, (address + i) & 0xFFFFF, arr[i:i + n], log, now))
         planar.write_block(self.planes, self.st, address & 0xFFFFF, arr)
 
     # -- write journal (video.history) ---------------------------------------------------
@@ -194,7 +194,7 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
         handlers = []
         for base, size in ((TEXT_BASE, WINDOW_BASE + WINDOW_SIZE - TEXT_BASE),
                            (WINDOW_BASE, TEXT_BASE - WINDOW_BASE)):
-            h = self._board.overlay_compiled(base, size, cf, ctx)
+            h = self._board.overlay_compiled(base, size, cf, ctx, clocked=True)
             h.write_block = self._journal_block
             handlers.append(h)
         self._journal = (log, ctx, handlers)
@@ -211,11 +211,13 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
         self.mem_block_write(address, np.asarray(data, dtype=np.uint8).tobytes())
 
     def _journaled(self, count, fn, per=1):
-        """Run ``fn(log_words, start, n)`` over ``count`` items in chunks the
-        log has room for (an item writes ``per`` bytes, each up to three
-        entries), draining it (``flush``) before, between and after, so the
-        entries follow the CPU's in order."""
+        """Run ``fn(log_words, start, n, cycle)`` over ``count`` items in
+        chunks the log has room for (an item writes ``per`` bytes, each up to
+        three entries), draining it (``flush``) before, between and after, so
+        the entries follow the CPU's in order; they are at the machine's
+        cycle now (these writes come from Python: firmware, the bus)."""
         log = self._journal[0]
+        now = self._board.clock()
         per_item = 3 * per
         i = 0
         log.flush_now()
@@ -223,7 +225,7 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
             if log.room() < per_item:
                 log.flush_now()
             n = min(count - i, max(1, log.room() // per_item))
-            fn(log.words, i, n)
+            fn(log.words, i, n, now)
             i += n
         log.flush_now()
 

@@ -4,8 +4,11 @@ program order, for a recorder (the RPC's ``video.history``).
 A journal is switched on by *overlaying* the window's pages with a handler
 (``MemoryMap.overlay_handler``): while it is on, every data access of the
 CPU to those pages calls a compiled handler that does what the page did
-before and appends ``(kind, offset, old, new)`` to a :class:`WriteLog` when
-a byte changes.  Switched off, the pages are exactly what they were: with
+before and appends ``(kind, offset, old, new, cycle)`` to a :class:`WriteLog`
+when a byte changes.  The handler is *clocked* (its pages are PG_CLOCKED):
+the core gives each write the cycle its instruction began at -- a REP
+string's, its iteration's -- in ``op >> 1``, so every entry carries its
+exact emulated time however long the log waits to be drained.  Switched off, the pages are exactly what they were: with
 no journal on, nothing on the CPU's path changes.
 
 * :class:`WriteLog` -- ``int64`` words: a header (entry count, capacity,
@@ -41,7 +44,7 @@ L_COUNT = 0          # entries in the log now
 L_CAPACITY = 1       # entries it holds
 L_LOST = 2           # entries the compiled side could not append (log full)
 L_HEADER = 8
-ENTRY_WORDS = 4      # kind, offset, old, new
+ENTRY_WORDS = 5      # kind, offset, old, new, cycle
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -60,7 +63,7 @@ def voidptr(typingctx, address):
 
 
 @njit(**JIT)
-def log_append(log, kind, offset, old, new):
+def log_append(log, kind, offset, old, new, cycle):
     n = log[L_COUNT]
     if n >= log[L_CAPACITY]:
         log[L_LOST] += 1
@@ -70,6 +73,7 @@ def log_append(log, kind, offset, old, new):
     log[e + 1] = offset
     log[e + 2] = old
     log[e + 3] = new
+    log[e + 4] = cycle
     log[L_COUNT] = n + 1
 
 
@@ -103,9 +107,9 @@ class WriteLog:
         return self.capacity - int(self.words[L_COUNT])
 
     def drain(self):
-        """``(entries, lost)``: the entries (an ``int64[n, 4]`` copy of kind,
-        offset, old, new) since the last drain and how many were lost to a
-        full log; the log is empty afterwards."""
+        """``(entries, lost)``: the entries (an ``int64[n, 5]`` copy of kind,
+        offset, old, new, cycle) since the last drain and how many were lost
+        to a full log; the log is empty afterwards."""
         w = self.words
         n = int(w[L_COUNT])
         entries = w[L_HEADER:L_HEADER + n * ENTRY_WORDS].reshape(n, ENTRY_WORDS).copy()
@@ -114,9 +118,9 @@ class WriteLog:
         w[L_LOST] = 0
         return entries, lost
 
-    def append_many(self, kind, offsets, old, new):
-        """Entries from Python (numpy arrays of equal length), in order;
-        drains through ``flush`` when they do not fit."""
+    def append_many(self, kind, offsets, old, new, cycle):
+        """Entries from Python (numpy arrays of equal length, all at emulated
+        ``cycle``), in order; drains through ``flush`` when they do not fit."""
         n = len(offsets)
         pos = 0
         while pos < n:
@@ -134,6 +138,7 @@ class WriteLog:
             rows[:, 1] = offsets[pos:pos + k]
             rows[:, 2] = old[pos:pos + k]
             rows[:, 3] = new[pos:pos + k]
+            rows[:, 4] = cycle
             w[L_COUNT] = c + k
             pos += k
 
@@ -179,7 +184,7 @@ def ram_handler():
                 log = carray(voidptr(c[R_LOG]), (L_HEADER,), np.int64)
                 cap = log[L_CAPACITY]
                 log = carray(voidptr(c[R_LOG]), (L_HEADER + cap * ENTRY_WORDS,), np.int64)
-                log_append(log, TEXT, off, old, v)
+                log_append(log, TEXT, off, old, v, op >> 1)     # op >> 1: the cycle
             return 0
 
         _RAM_HANDLER = handler
@@ -206,7 +211,7 @@ class RamJournal:
         self.owner = owner
         cf = ram_handler()
         self.handler = Handler(cf.address, self.ctx.ctypes.data, self._call,
-                               keep=(cf, self.ctx, log.words))
+                               keep=(cf, self.ctx, log.words), clocked=True)
         self.handler.write_block = self.write_block
         self.on = False
 
@@ -227,13 +232,16 @@ class RamJournal:
     def _call(self, ctx, address, value, op):
         if op & 1 == HANDLER_READ:
             return int(self.memory.mem[address])
-        self.write_block(address, np.array([value & 0xFF], dtype=np.uint8))
+        self._write(address, np.array([value & 0xFF], dtype=np.uint8), op >> 1)
         return 0
 
     def write_block(self, address, data):
         """Bytes from Python at ``address`` (inside one 4 KiB page of the
-        window): each copy gets them, and the changed ones are logged after
-        whatever the CPU logged before."""
+        window), now: each copy gets them, and the changed ones are logged
+        after whatever the CPU logged before, at the machine's cycle."""
+        self._write(address, data, self.memory.clock())
+
+    def _write(self, address, data, cycle):
         mem = self.memory.mem
         off = (address - self.base) & (self.size - 1)
         n = len(data)
@@ -247,5 +255,5 @@ class RamJournal:
             if len(changed):
                 self.log.flush_now()
                 self.log.append_many(TEXT, changed + off, old[changed].astype(np.int64),
-                                     new[changed].astype(np.int64))
+                                     new[changed].astype(np.int64), cycle)
                 self.log.flush_now()

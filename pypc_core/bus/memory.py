@@ -32,7 +32,7 @@ import numpy as np
 
 from ..cpu.state import (
     HANDLER_READ, HANDLER_WRITE, MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PAGE_TABLE_SIZE,
-    PG_ALIAS, PG_HANDLER, PG_READONLY, PT_CTX, PT_FN, PT_TWIN,
+    PG_ALIAS, PG_CLOCKED, PG_HANDLER, PG_READONLY, PT_CTX, PT_FN, PT_TWIN,
 )
 
 PAGE_SIZE = 1 << PAGE_SHIFT
@@ -58,18 +58,22 @@ class Handler:
     """A memory (or port) handler: the address the core calls, and the same
     function callable from Python for the bus's own reads and writes."""
 
-    def __init__(self, address, context, call, keep=()):
+    def __init__(self, address, context, call, keep=(), clocked=False):
         self.address = int(address)      # C function address
         self.context = int(context)      # its ctx argument
         self._call = call                # (ctx, address, value, op) -> int
         self._keep = keep                # objects that must outlive the mapping
         self.error = None                # an exception a Python handler raised
+        # a clocked handler's writes carry their emulated cycle in op >> 1
+        # (its pages are PG_CLOCKED: a write journal); others get op 0 or 1
+        self.clocked = bool(clocked)
 
     def read(self, address):
         return int(self._call(self.context, address, 0, HANDLER_READ)) & 0xFF
 
-    def write(self, address, value):
-        self._call(self.context, address, value & 0xFF, HANDLER_WRITE)
+    def write(self, address, value, cycle=0):
+        op = HANDLER_WRITE | (int(cycle) << 1) if self.clocked else HANDLER_WRITE
+        self._call(self.context, address, value & 0xFF, op)
 
     def port_read(self, port, cycle):
         """A port handler's read at emulated ``cycle`` (op carries it)."""
@@ -108,10 +112,11 @@ class Handler:
         return h
 
     @classmethod
-    def compiled(cls, cfunc, context=None):
+    def compiled(cls, cfunc, context=None, clocked=False):
         """A numba ``cfunc`` of signature ``int64(voidptr, int64, int64,
         int64)``; ``context`` (a numpy array or None) is passed as its
-        first argument and kept alive with the mapping."""
+        first argument and kept alive with the mapping.  ``clocked``: its
+        writes get their cycle in ``op >> 1`` (``op & 1`` is the write bit)."""
         address = getattr(cfunc, "address", None)
         ctypes_fn = getattr(cfunc, "ctypes", None)
         if not isinstance(address, int) or ctypes_fn is None:
@@ -129,7 +134,7 @@ class Handler:
         def call(c, address, value, op):
             return ctypes_fn(ctypes.c_void_p(c), address, value, op)
 
-        return cls(address, ctx, call, keep=(cfunc, context))
+        return cls(address, ctx, call, keep=(cfunc, context), clocked=clocked)
 
 
 class MemoryMap:
@@ -144,8 +149,11 @@ class MemoryMap:
         self.page_kind = [KIND_UNMAPPED] * PAGE_COUNT
         self.page_owner = [None] * PAGE_COUNT
         self._handlers = {}              # page -> Handler
-        self._overlaid = {}              # page -> (PG_HANDLER bit, fn, ctx, handler) under an overlay
+        self._overlaid = {}              # page -> (PG_HANDLER|PG_CLOCKED bits, fn, ctx, handler) under an overlay
         self.handler_error = None        # first exception a Python handler raised
+        # the emulated cycle now (the machine sets it): the clock of the bus's
+        # own writes through a clocked handler (a write journal)
+        self.clock = lambda: 0
 
     # -- building the map --------------------------------------------------
     def _pages(self, base, size, owner):
@@ -234,7 +242,9 @@ class MemoryMap:
         if not isinstance(handler, Handler):
             raise TypeError("map_handler needs a pypc_core.bus.memory.Handler")
         pages = self._pages(base, size, owner)
-        self._take(pages, KIND_HANDLER, owner, set_flags=PG_HANDLER, clear_flags=PG_READONLY)
+        clocked = PG_CLOCKED if handler.clocked else 0
+        self._take(pages, KIND_HANDLER, owner, set_flags=PG_HANDLER | clocked,
+                   clear_flags=PG_READONLY | PG_CLOCKED)
         for p in pages:
             self.page_table[PT_FN + p] = handler.address
             self.page_table[PT_CTX + p] = handler.context
@@ -256,13 +266,14 @@ class MemoryMap:
         if any(p in self._overlaid for p in pages):
             raise MemoryMapError(f"overlay {base:#07x}+{size:#x}: a page is overlaid already")
         for p in pages:
-            self._overlaid[p] = (int(self.page_flags[p] & PG_HANDLER),
+            self._overlaid[p] = (int(self.page_flags[p] & (PG_HANDLER | PG_CLOCKED)),
                                  int(self.page_table[PT_FN + p]),
                                  int(self.page_table[PT_CTX + p]), self._handlers.get(p))
             self.page_table[PT_FN + p] = handler.address
             self.page_table[PT_CTX + p] = handler.context
             self._handlers[p] = handler
-            self.page_flags[p] |= PG_HANDLER
+            self.page_flags[p] = (self.page_flags[p] & ~PG_CLOCKED) | PG_HANDLER | (
+                PG_CLOCKED if handler.clocked else 0)
 
     def remove_overlay(self, base, size):
         """Undo ``overlay_handler`` on these pages (pages not overlaid are
@@ -271,14 +282,14 @@ class MemoryMap:
             saved = self._overlaid.pop(p, None)
             if saved is None:
                 continue
-            bit, fn, ctx, h = saved
+            bits, fn, ctx, h = saved
             self.page_table[PT_FN + p] = fn
             self.page_table[PT_CTX + p] = ctx
             if h is None:
                 self._handlers.pop(p, None)
             else:
                 self._handlers[p] = h
-            self.page_flags[p] = (self.page_flags[p] & ~PG_HANDLER) | bit
+            self.page_flags[p] = (self.page_flags[p] & ~(PG_HANDLER | PG_CLOCKED)) | bits
 
     def unmap(self, base, size):
         for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
@@ -294,7 +305,8 @@ class MemoryMap:
             self.page_table[PT_TWIN + p] = 0
             self.page_kind[p] = KIND_UNMAPPED
             self.page_owner[p] = None
-            self.page_flags[p] = (self.page_flags[p] & ~(PG_ALIAS | PG_HANDLER)) | PG_READONLY
+            self.page_flags[p] = (self.page_flags[p] & ~(PG_ALIAS | PG_HANDLER | PG_CLOCKED)) \
+                | PG_READONLY
         self.mem[base:base + size] = 0xFF
 
     def handler_failed(self, handler):
@@ -353,7 +365,8 @@ class MemoryMap:
             if force:
                 self.mem[a] = b
             elif flags & PG_HANDLER:
-                self._handlers[page].write(a, b)
+                h = self._handlers[page]
+                h.write(a, b, self.clock() if h.clocked else 0)
             elif not flags & PG_READONLY:
                 self.mem[a] = b
                 if flags & PG_ALIAS:

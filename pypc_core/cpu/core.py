@@ -42,7 +42,7 @@ from .state import (
     C_EXIT_WIDTH, C_IO_READY, C_IO_VALUE, C_INTR, C_NMI, C_HALTED, C_HLT_WAITS, C_SKIP_BP,
     C_STEP, C_RECORD, C_EFFECTS, C_WATCH_HIT, C_WATCH_KIND, C_WATCH_VALUE,
     C_WATCH_OLD, C_TRAP_ENABLE, C_WATCH_IP, C_WATCH_CS, C_INHIBIT,
-    C_REP_RESUME, C_TRACE, C_TRACE_N, C_SKIP_INT, C_INT_MASK, C_IOW_N, C_IOW,
+    C_REP_RESUME, C_NOW, C_TRACE, C_TRACE_N, C_SKIP_INT, C_INT_MASK, C_IOW_N, C_IOW,
     TR_CYCLES, TR_CSIP, TR_BYTES, TR_REGS, TR_EFFECT, TR_KIND, TRK_INSTRUCTION, TRK_HLT,
     EXIT_INT_BREAK,
     EXIT_BUDGET, EXIT_IO_IN, EXIT_IO_OUT, EXIT_BREAKPOINT, EXIT_TRAP, EXIT_STEP,
@@ -54,7 +54,7 @@ from .state import (
 
 # generic fast paths: memory handlers and aliases, ports answered in the core
 from .state import (
-    PG_ALIAS, PG_HANDLER, PT_TWIN, PT_FN, PT_CTX, HANDLER_READ, HANDLER_WRITE,
+    PG_ALIAS, PG_HANDLER, PG_CLOCKED, PT_TWIN, PT_FN, PT_CTX, HANDLER_READ, HANDLER_WRITE,
     PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_COUNTER, PORT_STAMP,
     PORT_ONESHOT, PORT_CALL, PORT_TIMER, PIO_POOL, PIO_SIZE,
     R_EPOCH, R_LINE, R_HDISP, R_FRAME, R_VDISP, R_VS0, R_VS1, R_CONST, R_BLANK,
@@ -157,8 +157,11 @@ def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
     p = pf[page]
     old = np.int64(mem[a])
     if p & PG_HANDLER:
+        op = np.int64(HANDLER_WRITE)
+        if p & PG_CLOCKED:
+            op |= ctl[C_NOW] << 1      # a journal: the write's cycle
         call_handler(pf[PT_FN + page], pf[PT_CTX + page], np.int64(a),
-                     np.int64(v & 0xFF), np.int64(HANDLER_WRITE))
+                     np.int64(v & 0xFF), op)
     elif not p & PG_READONLY:
         mem[a] = v
         if p & PG_ALIAS:
@@ -1006,6 +1009,7 @@ def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_
         if rep:
             if regs[CX] == 0:
                 break
+            ctl[C_NOW] = now + cyc      # this iteration's cycle (a journal's clock)
         if kind == 2:      # MOVS
             si = np.int64(regs[SI])
             di = np.int64(regs[DI])
@@ -1741,6 +1745,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                 if ctl[C_NMI] != 0:
                     ctl[C_NMI] = 0
                     ctl[C_HALTED] = 0
+                    ctl[C_NOW] = cycles
                     cycles += interrupt(regs, mem, pf, xf, ctl, eff, 2, np.int64(regs[IP]))
                     insns += 1
                     continue
@@ -1760,6 +1765,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             # the answer was for an IN, but IP was moved meanwhile: void
             ctl[C_IO_READY] = 0
             continue
+        ctl[C_NOW] = cycles         # the instruction's cycle, for a clocked handler
         csb = np.int64(regs[CS]) << 4
         ip0 = np.int64(regs[IP])
         pc = (csb + ip0) & M20

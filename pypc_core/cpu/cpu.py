@@ -121,6 +121,7 @@ class Cpu:
         cycles and one instruction boundary."""
         ip = int(self.regs[S.IP]) if return_ip is None else return_ip
         self.ctl[S.C_HALTED] = 0
+        self.ctl[S.C_NOW] = self.ctl[S.C_CYCLES]     # the pushes' cycle
         cycles = core.interrupt(self.regs, self.mem, self.page_table, self.xflags,
                                 self.ctl, self.effects, vector, ip)
         self.ctl[S.C_CYCLES] += cycles

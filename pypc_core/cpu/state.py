@@ -72,6 +72,8 @@ C_WATCH_CS = 25       # CS of the instruction that hit the watch
 C_BLOCK_INSNS = 26    # the block translator: instructions a translated region executed (0 after a run)
 C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS, POP SS, STI)
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
+C_NOW = 30            # the cycle the current instruction began at (a REP string's: its
+                      # iteration's): the clock a PG_CLOCKED page's handler is given
 # the debugger's words (see pypc_core/debugger.py)
 C_TRACE = 32          # instruction trace: bit 0 on, bit 1 with registers, bit 2 with effects
 C_TRACE_N = 33        # trace records written so far (the ring index is this mod capacity)
@@ -123,6 +125,8 @@ PG_WATCH_R = 0x02     # a memory-read watch covers part of this page
 PG_WATCH_W = 0x04     # a memory-write watch covers part of this page
 PG_ALIAS = 0x10       # a write also lands in the page's alias ring (PT_TWIN)
 PG_HANDLER = 0x20     # data reads and writes call the page's handler (PT_FN, PT_CTX)
+PG_CLOCKED = 0x40     # ... and its writes carry their cycle (C_NOW) in op >> 1, as a port
+                      # handler's do (a write journal); other handlers get op == HANDLER_WRITE
 
 # The page table handed to the core: ``int64[PAGE_TABLE_SIZE]``.  The first
 # PAGE_COUNT words are the PG_* flags of each page; then, per page, one word
