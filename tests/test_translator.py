@@ -186,7 +186,20 @@ def _insn(rng):
     return [0x90]
 
 
-def random_program(seed, body=24, outer=40):
+def _muldiv(rng):
+    """MUL/IMUL/DIV/IDIV on a register or memory, byte or word; a divide
+    error (a zero divisor, a quotient too big) enters INT 0 (the ISR)."""
+    op = rng.choice((0xF6, 0xF7))
+    m = _modrm(rng, rng.choice((4, 5, 6, 7)))
+    if m[0] >> 6 == 3:
+        m[0] = (m[0] & ~7) | rng.choice((1, 3, 6, 7) if op & 1 else (1, 3, 5, 7))
+    pre = []
+    if m[0] & 0x20 and rng.random() < 0.7:       # a DIV: mostly a dividend that fits
+        pre = [0x31, 0xD2] if op & 1 else [0xB4, 0x00]   # xor dx, dx / mov ah, 0
+    return pre + [op] + m
+
+
+def random_program(seed, body=24, outer=40, extra=None):
     """A loop of random instructions (with forward branches, a call, code
     that patches itself) run ``outer`` times, then HLT; an IRQ handler at
     vector 8 counts in memory and IRETs."""
@@ -205,6 +218,8 @@ def random_program(seed, body=24, outer=40):
             pieces.append(("patch", v))
         elif r < 0.20:     # a LOOP over a short body with its own count
             pieces.append([0x51, 0xB9, rng.randrange(1, 5), 0x00, 0x40 | 0, 0xE2, 0xFD, 0x59])
+        elif extra is not None and r < 0.35:
+            pieces.append(extra(rng))
         else:
             pieces.append(_insn(rng))
     for p in pieces:
@@ -224,8 +239,10 @@ def random_program(seed, body=24, outer=40):
 
 
 def _with_isr(cpu, isr_ip):
-    cpu.mem[8 * 4:8 * 4 + 4] = np.frombuffer(bytes([isr_ip & 0xFF, isr_ip >> 8, CS0 & 0xFF,
-                                                     CS0 >> 8]), np.uint8)
+    # the IRQ's vector 8 and the divide error's vector 0
+    for vector in (0, 8):
+        cpu.mem[vector * 4:vector * 4 + 4] = np.frombuffer(
+            bytes([isr_ip & 0xFF, isr_ip >> 8, CS0 & 0xFF, CS0 >> 8]), np.uint8)
 
 
 @pytest.mark.parametrize("seed", [*range(10), 11, 56])   # 11, 56: a REP paused past the deadline
@@ -244,6 +261,23 @@ def test_random_programs_end_in_the_same_machine(seed):
     assert_same(*states)
     assert stats["translated"] >= 1
     assert stats["translated_instructions"] > 0        # and it ran, not only compiled
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_with_mul_and_div_end_in_the_same_machine(seed):
+    # MUL/IMUL/DIV/IDIV call the interpreter's arithmetic from translated
+    # code; divide errors leave the region for the interpreter's INT 0
+    code, isr = random_program(seed, extra=_muldiv)
+    rng = random.Random(seed + 2000)
+    slices = sorted(rng.sample(range(50, 300_000), 40)) + [2_000_000]
+    states = []
+    for translate in (None, EAGER):
+        cpu = make_cpu(code, seed, translate)
+        _with_isr(cpu, isr)
+        run_sliced(cpu, slices, irq_vector=8)
+        states.append(machine_state(cpu))
+    assert_same(*states)
+    assert cpu.translator.stats()["translated_instructions"] > 0
 
 
 def test_the_standard_loop_is_translated_and_exact():

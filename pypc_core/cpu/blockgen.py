@@ -230,10 +230,11 @@ def decode(read, csb, ip):
         ins.w = op & 1
         modrm()
         if ins.reg > 3:
-            raise Untranslatable("MUL/IMUL/DIV/IDIV")
-        ins.kind = "group3"
-        if ins.reg <= 1:
-            ins.imm = word() if ins.w else byte()
+            ins.kind = "muldiv"           # through the interpreter's arithmetic (arith_calls.py)
+        else:
+            ins.kind = "group3"
+            if ins.reg <= 1:
+                ins.imm = word() if ins.w else byte()
     elif op == 0xFE or op == 0xFF:
         ins.w = op & 1
         modrm()
@@ -315,6 +316,8 @@ _CYCLES = {
     "group3": lambda ins: ((11 + ins.eac if ins.memop else 5) if ins.reg <= 1
                            else (16 + ins.eac + 8 * ins.w if ins.memop else 3)),
     "incdec_rm": lambda ins: 15 + ins.eac + 8 * ins.w if ins.memop else 3,
+    "muldiv": lambda ins: _MULDIV_CYCLES[ins.reg][ins.w] + (
+        ins.eac + 4 + 4 * ins.w if ins.memop else 0),
     "call_jmp_indirect": lambda ins: ((29 + ins.eac if ins.memop else 20) if ins.reg == 2
                                       else (18 + ins.eac if ins.memop else 11)),
     "xchg_rm": lambda ins: 17 + ins.eac + 8 * ins.w if ins.memop else 4,
@@ -322,6 +325,8 @@ _CYCLES = {
     "xlat": lambda ins: 11,
 }
 
+# MUL, IMUL, DIV, IDIV (F6/F7 /4../7): (byte, word), the interpreter's
+_MULDIV_CYCLES = {4: (73, 124), 5: (80, 134), 6: (90, 162), 7: (112, 184)}
 # non-repeated string instructions by kind ((op >> 1) & 7): (byte, word)
 _STRING_CYCLES = {2: (18, 26), 3: (22, 30), 5: (11, 15), 6: (12, 16), 7: (15, 19)}
 
@@ -437,6 +442,10 @@ def discover(read, cs, entry_ip, max_insns=MAX_REGION_INSNS):
 # ---------------------------------------------------------------------------
 # code generation
 # ---------------------------------------------------------------------------
+
+# the arithmetic calls read and write nothing but their arguments and result
+_PURE = "nounwind willreturn memory(none)"
+
 
 def _c32(v):
     return ir.Constant(I32, v)
@@ -1200,6 +1209,48 @@ class RegionCompiler:
         else:
             r = self.alu(b, 5, _c32(0), v, w)
         return cyc, ins.next_ip, self._rm_store(b, ins, w, addrs, r)
+
+    def _k_muldiv(self, b, ins):
+        """MUL/IMUL/DIV/IDIV: a call of the interpreter's arithmetic
+        (arith_calls.py); a divide error leaves before the instruction, for
+        the interpreter to take INT 0 exactly as it does."""
+        w, kind = ins.w, ins.reg
+        _, v = self._rm_operand(b, ins, w, write=False)
+        fl = b.zext(b.load(self.flags), I64)
+        mode = _c64(w | ((kind & 1) << 1))
+        cyc = static_cycles(ins) - 2 * ins.prefixes
+        mask = _c64(0xFFFF)
+        if kind <= 5:
+            a = self.get16(b, S.AX) if w else self.get8(b, 0)
+            fn = self.module.declare_function("pypc_multiply", I64, [I64] * 4, _PURE)
+            r = b.call(fn, [b.zext(a, I64), b.zext(v, I64), mode, fl])
+            hi = b.trunc(b.and_(r, mask), I32)
+            lo = b.trunc(b.and_(b.lshr(r, _c64(16)), mask), I32)
+            if w:
+                self.set16(b, S.AX, lo)
+                self.set16(b, S.DX, hi)
+            else:
+                self.set16(b, S.AX, b.or_(b.shl(hi, _c32(8)), lo))
+        else:
+            if w:
+                hi, lo = self.get16(b, S.DX), self.get16(b, S.AX)
+            else:
+                hi, lo = self.get8(b, 4), self.get8(b, 0)
+            fn = self.module.declare_function("pypc_divide", I64, [I64] * 5, _PURE)
+            r = b.call(fn, [b.zext(hi, I64), b.zext(lo, I64), b.zext(v, I64), mode, fl])
+            error = b.icmp_unsigned("==", b.and_(r, _c64(1)), _c64(0))
+            self._exit_if(b, error, ins.ip, "de%04x" % ins.ip)
+            q = b.trunc(b.and_(b.lshr(r, _c64(1)), mask), I32)
+            rem = b.trunc(b.and_(b.lshr(r, _c64(17)), mask), I32)
+            if w:
+                self.set16(b, S.AX, q)
+                self.set16(b, S.DX, rem)
+            else:
+                self.set8(b, 0, q)
+                self.set8(b, 4, rem)
+            r = b.lshr(r, _c64(1))          # the flags at bit 32 as for a multiply
+        self._set_flags(b, b.trunc(b.and_(b.lshr(r, _c64(32)), mask), I32))
+        return cyc, ins.next_ip, None
 
     def _k_incdec_rm(self, b, ins):
         w = ins.w

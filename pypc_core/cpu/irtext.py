@@ -132,10 +132,11 @@ class Function:
 
 
 class _Intrinsic:
-    def __init__(self, name, ret, args):
+    def __init__(self, name, ret, args, attributes=""):
         self.name = name
         self.ret = ret
         self.args = args
+        self.attributes = attributes
 
 
 class Module:
@@ -143,6 +144,12 @@ class Module:
         self.name = name
         self.functions = []
         self.declarations = {}
+
+    def declare_function(self, name, ret, args, attributes=""):
+        """An external function (bound by name when the code is linked)."""
+        if name not in self.declarations:
+            self.declarations[name] = _Intrinsic(name, ret, list(args), attributes)
+        return self.declarations[name]
 
     def declare_intrinsic(self, name, types):
         t = types[0]
@@ -153,6 +160,7 @@ class Module:
 
     def __str__(self):
         decls = [f"declare {d.ret} @{d.name}({', '.join(str(a) for a in d.args)})"
+                 + (f" {d.attributes}" if d.attributes else "")
                  for d in self.declarations.values()]
         return "\n".join(decls + [f.text() for f in self.functions]) + "\n"
 

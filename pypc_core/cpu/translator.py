@@ -386,8 +386,14 @@ class Translator:
         else:
             self.cache_hits += 1
         t2 = time.perf_counter()
-        library = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(SYMBOL) \
-            .link(jit, "pypc_region_%d" % next(_library_serial))
+        builder = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(SYMBOL)
+        if "@pypc_" in text:
+            # MUL/DIV call the interpreter's arithmetic, bound here by name
+            from . import arith_calls
+            for name, fn in arith_calls.SYMBOLS.items():
+                if "@" + name + "(" in text:
+                    builder.import_symbol(name, fn.address)
+        library = builder.link(jit, "pypc_region_%d" % next(_library_serial))
         address = library[SYMBOL]
         self.compile_seconds += time.perf_counter() - t2
         pcs = [(csb + i) & 0xFFFFF for i in insns]
