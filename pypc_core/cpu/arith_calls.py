@@ -15,7 +15,8 @@ int64 (a C function returns one value):
   remainder << 17 | flags << 33`` (ok 0: a divide error, which the region
   leaves to the interpreter)
 
-``mode`` is ``w | signed << 1``.  No REP prefix reaches them (a prefixed
+``mode`` is ``w | signed << 1``.  (blockgen.CALLS_ABI names this packing in
+the region cache's recipe: change it with the packing.)  No REP prefix reaches them (a prefixed
 instruction is interpreted), so the microcode's F1 flag is 0.
 """
 

@@ -445,6 +445,9 @@ def discover(read, cs, entry_ip, max_insns=MAX_REGION_INSNS):
 
 # the arithmetic calls read and write nothing but their arguments and result
 _PURE = "nounwind willreturn memory(none)"
+# how their results are packed (arith_calls.py): part of the region cache's
+# recipe, since a region's object code unpacks them
+CALLS_ABI = 1
 
 
 def _c32(v):

@@ -92,6 +92,7 @@ def recipe():
         "llvmlite %s llvm %s" % (llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))),
         "cpu %s features %s" % (llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()),
         "pipeline %s %s codegen-opt %d" % (PIPELINE, ",".join(LIGHT_PASSES), CODEGEN_OPT),
+        "calls abi %d" % blockgen.CALLS_ABI,
     ])
 
 
