@@ -100,6 +100,7 @@ OP_STUCK = 0x100  # the pseudo-opcode run() hands op_misc for that
 MAX_PREFIXES = 0x10000
 EXIT_REGION = 100    # run() stopped where a translated region is entered (run_translated's)
 EXIT_SAMPLE = 101    # run_sliced: a sampling slice ended (the translator's)
+EXIT_LOOK = 1 << 16  # run_sliced: or-ed into its exit when blk[M20 + 4] (look) is set
 
 
 # ---------------------------------------------------------------------------
@@ -1666,7 +1667,20 @@ def run_sliced(regs, mem, pf, xf, ctl, eff, pk, pio, blk, until, slice_cycles):
     run's exit.  The slices are invisible: C_DEADLINE is left at ``until``
     and a REP string a slice paused is counted once, as in one run.
     ``blk[M20 + 4]`` is set when Python should look (a run long enough to
-    sample, a region found changed)."""
+    sample, a region found changed), and then EXIT_LOOK is or-ed into the
+    exit.  The translator's every run comes here, so the choices the
+    interpreter's path makes in Python are made here, in one call: a
+    halted CPU with no NMI due runs no instruction (``run`` at once), and a
+    step (C_STEP) is ``run_translated`` to ``until`` without slices."""
+    if ctl[C_STEP] != 0 or (ctl[C_HALTED] != 0 and ctl[C_NMI] == 0):
+        ctl[C_DEADLINE] = until
+        if ctl[C_STEP] != 0:
+            reason = run_translated(regs, mem, pf, xf, ctl, eff, pk, pio, blk)
+        else:
+            reason = run(regs, mem, pf, xf, ctl, eff, pk, pio)
+        if blk[M20 + 4] != 0:
+            reason |= EXIT_LOOK
+        return reason
     before = ctl[C_CYCLES]
     stop = before + slice_cycles
     if stop > until:
@@ -1684,6 +1698,8 @@ def run_sliced(regs, mem, pf, xf, ctl, eff, pk, pio, blk, until, slice_cycles):
         return EXIT_SAMPLE
     if ctl[C_CYCLES] - before >= slice_cycles >> 3:
         blk[M20 + 4] = 1
+    if blk[M20 + 4] != 0:
+        reason |= EXIT_LOOK
     return reason
 
 

@@ -46,29 +46,25 @@ class Cpu:
     # -- running ------------------------------------------------------------
     def run(self, until_cycle):
         """Run until emulated cycle ``until_cycle`` or an exit; returns EXIT_*."""
-        if self.translator is None or (self.ctl[S.C_HALTED] and not self.ctl[S.C_NMI]):
-            # the interpreter alone: straight to the core (this is every
-            # exit's path, kept as short as it was before the translator);
-            # so is a halted CPU with no NMI due, which runs no instruction
-            # (an idle machine's every run)
-            self.ctl[S.C_DEADLINE] = until_cycle
-            if self.tracing:
-                return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
-                                       self.ctl, self.effects, self.port_kind, self.port_io,
-                                       self.trace_buf)
-            return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                            self.ctl, self.effects, self.port_kind, self.port_io)
-        if not self.tracing and self.ctl[S.C_STEP] == 0:
+        if self.translator is not None and not self.tracing:
+            # the translator's run: every choice (slices, a halted CPU, a
+            # step) made inside the core's run_sliced, in one call
             return self.translator.run(until_cycle)
-        return self._run(until_cycle)
-
-    def _run(self, until_cycle):
-        # one run of the core with the translator on (its slices, see translator.py)
+        # the interpreter alone: straight to the core (this is every exit's
+        # path, kept as short as it was before the translator); a trace runs
+        # the interpreter too
         self.ctl[S.C_DEADLINE] = until_cycle
         if self.tracing:
             return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
                                    self.trace_buf)
+        return core.run(self.regs, self.mem, self.page_table, self.xflags,
+                        self.ctl, self.effects, self.port_kind, self.port_io)
+
+    def _run(self, until_cycle):
+        # one run of the core with the translator on and no slices (the
+        # conformance runner's: a region entered at once)
+        self.ctl[S.C_DEADLINE] = until_cycle
         return core.run_translated(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
                                    self.translator.table)

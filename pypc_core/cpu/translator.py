@@ -44,7 +44,7 @@ import numpy as np
 
 from . import state as S
 from . import blockgen, region_cache
-from .core import EXIT_SAMPLE, run_sliced as _run_sliced
+from .core import EXIT_LOOK, EXIT_SAMPLE, run_sliced as _run_sliced
 from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
 
 STALE = S.MEM_SIZE + 2      # table words after the entries (core.enter_region's)
@@ -191,22 +191,27 @@ class Translator:
     # -- the run loop ------------------------------------------------------------
     def run(self, until_cycle):
         """Run the CPU to ``until_cycle`` in sampling slices (Cpu.run's path
-        with the translator on; the slicing is the core's ``run_sliced``, so
-        a run that ends at an exit before its first slice does, as most do,
-        costs one call)."""
-        table = self.table
+        with the translator on; the slicing, and the choices for a halted
+        CPU and a step, are the core's ``run_sliced``, so a run that ends at
+        an exit before its first slice does, as most do, costs one call)."""
         while True:
             reason = _run_sliced(*self._core_args, until_cycle, self.slice_cycles)
+            if reason < EXIT_SAMPLE:
+                return reason
+            if reason & EXIT_LOOK:
+                # the core asks Python to look: a long run, a region changed
+                reason &= ~EXIT_LOOK
+                self._look()
+            self._sample()           # a slice's end, or a long run's: a sample
             if reason != EXIT_SAMPLE:
-                break
-            self._sample()
-        if table[LOOK]:
-            table[LOOK] = 0
-            if table[STALE] != self.stale:
-                self.stale = int(table[STALE])
-                self._drop_stale()
-            self._sample()           # a long run the machine ended: a sample
-        return reason
+                return reason
+
+    def _look(self):
+        table = self.table
+        table[LOOK] = 0
+        if table[STALE] != self.stale:
+            self.stale = int(table[STALE])
+            self._drop_stale()
 
     @property
     def run_seconds(self):
