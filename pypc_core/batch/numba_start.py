@@ -11,7 +11,7 @@ nothing, and this module avoids them:
   SciPy is installed).
 * :func:`start_runtime`: numba's runtime (NRT: reference counts, the
   meminfo helpers) is a small LLVM module that numba compiles -- runs
-  LLVM's optimiser and x86 code generator on -- in every process, the first
+  LLVM's optimiser and code generator on -- in every process, the first
   time any function is loaded.  That is the only use a warm worker makes of
   those parts of libllvmlite.so, and faulting their code in is some 19 MB
   of the worker's RSS (file-backed pages, shared with other processes that
@@ -115,17 +115,23 @@ def start_runtime(cache_dir=None):
     """Initialise numba's runtime now, from the object file in ``cache_dir``
     (default: :func:`core_cache_dir`) if it holds this runtime's code, else
     by numba's compile, saving the result there for the next process.
-    Returns ``"loaded"``, ``"compiled"`` or ``"started"`` (numba's runtime
-    was initialised already: nothing done)."""
+    Returns ``"loaded"``, ``"compiled"`` (also when this numba lacks the
+    internals used here: it compiles the runtime itself on its first load)
+    or ``"started"`` (numba's runtime was initialised already, or the JIT
+    is disabled: nothing done)."""
     from numba.core import config
     from numba.core.registry import cpu_target
-    from numba.core.runtime import nrt, nrtdynmod
-    if nrt.rtsys._init or config.DISABLE_JIT:
+    try:
+        from numba.core.runtime import nrt, nrtdynmod
+        started = nrt.rtsys._init
+        original = nrtdynmod.compile_nrt_functions
+    except (ImportError, AttributeError):   # not the numba this was written for:
+        return "compiled"                   # numba compiles it on its first load
+    if started or config.DISABLE_JIT:
         return "started"
     if cache_dir is None:
         cache_dir = core_cache_dir()
     how = []
-    original = nrtdynmod.compile_nrt_functions
 
     def load_or_compile(ctx):
         try:
