@@ -10,9 +10,13 @@
   worker (parse, check, copy the drive folder, build the machine, run,
   collect, close);
 * the RSS of a warm worker while it holds a machine (read from
-  /proc/PID/status during a job that runs for a few seconds), and its peak,
-  split into the worker's own (anonymous) memory and the mapped files
-  (libllvmlite.so alone is some 70 MB of it) that every worker shares;
+  /proc/PID/status and smaps during a job that runs for a few seconds),
+  and its peak, split into the worker's own (anonymous) memory and the
+  mapped files (libllvmlite.so's code is most of them) that every worker
+  shares, with its PSS (shared pages divided among the processes mapping
+  them); then what that RSS is made of: a fresh interpreter going through
+  a worker's start step by step (Python, NumPy, numba, numba's runtime,
+  numba's CPU target, pypc's modules, the warm-up), RSS after each step;
 * with a FreeDOS floppy (``--freedos IMAGE`` or PYPC_FREEDOS_IMAGE): jobs/s
   of 20 jobs that each boot it and set a prompt, against 20 jobs started
   from a snapshot taken at its prompt (``--from-snapshot``).
@@ -65,13 +69,86 @@ def timed_batch(folder, jobs, warm=4, **options):
 
 
 def rss_of(pid):
+    """MB (kB / 1024, as /proc counts) of process ``pid``: VmRSS, VmHWM,
+    RssAnon, RssFile (status), Pss (smaps_rollup) and llvmlite (the RSS of
+    libllvmlite.so's mappings, smaps)."""
     out = {}
     with open(f"/proc/{pid}/status") as fh:
         for line in fh:
             key, _, value = line.partition(":")
             if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 out[key] = int(value.split()[0]) / 1024
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    out["Pss"] = int(line.split()[1]) / 1024
+        llvm = 0
+        name = ""
+        with open(f"/proc/{pid}/smaps") as fh:
+            for line in fh:
+                first = line.split(None, 6)
+                if len(first) >= 5 and "-" in first[0] and not first[0].endswith(":"):
+                    name = first[5].strip() if len(first) > 5 else ""
+                elif first and first[0] == "Rss:" and "libllvmlite" in name:
+                    llvm += int(first[1])
+        out["llvmlite"] = llvm / 1024
+    except OSError:
+        pass
     return out
+
+
+# A fresh interpreter going through a batch worker's start in steps (the
+# steps of pypc_core.batch.worker.warm_up, taken apart): RSS after each.
+BREAKDOWN = r"""
+import json, sys
+def rss():
+    out = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(value.split()[0]) / 1024
+    return out
+steps = [("Python", rss())]
+import numpy
+steps.append(("NumPy", rss()))
+from pypc_core.batch import numba_start
+steps.append(("pypc's package, its batch module (pluggy, argparse, ...)", rss()))
+with numba_start.without_scipy():
+    import numba
+    steps.append(("numba imported (libllvmlite.so mapped and initialised)", rss()))
+    cache_dir = numba_start.core_cache_dir()
+    # declaring the core's numba functions sets up numba's typing and target
+    # contexts: LLVM's target machine and JIT engine
+    steps.append(("pypc's core module (numba's contexts, LLVM's JIT set up)", rss()))
+    how = numba_start.start_runtime(cache_dir)
+    steps.append((f"numba's runtime ({how} from its file)" if how == "loaded" else
+                  f"numba's runtime ({how})", rss()))
+    from numba.core.registry import cpu_target
+    cpu_target.target_context.refresh()
+    steps.append(("numba's CPU target (its NumPy and Python implementations)", rss()))
+    import pypc_core.cli.headless, pypc_core.cli.run, pypc_core.machine
+    import pypc_core.batch.local, pypc_core.batch.worker
+    import pypc_plugins.cga.cga, pypc_plugins.fdc.fdc, pypc_plugins.uart.uart
+    steps.append(("pypc's other modules (machine, DOS, cards, cli)", rss()))
+from pypc_core.batch.worker import warm_up
+warm_up()
+steps.append(("warm-up: the core loaded from the cache, a throw-away job", rss()))
+print(json.dumps(steps))
+"""
+
+
+def breakdown():
+    """[(step, {VmRSS, RssAnon, RssFile})] of BREAKDOWN, or None."""
+    import json
+    import subprocess
+    proc = subprocess.run([sys.executable, "-c", BREAKDOWN], capture_output=True, text=True,
+                          timeout=600, cwd=ROOT)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        print(f"  (no breakdown: {proc.stderr.strip().splitlines()[-1:]})")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def overhead_and_rss(folder):
@@ -175,12 +252,34 @@ def main():
         print(f"  handed over -> result: {per_job * 1000:.1f} ms a job (target <= 50 ms)")
         print(f"  inside the worker (median wall_s): {inside * 1000:.1f} ms")
         if rss:
-            print(f"warm worker holding a machine: RSS {rss['VmRSS']:.0f} MB, "
-                  f"peak {rss['VmHWM']:.0f} MB (target <= 150 MB)")
+            print(f"\nwarm worker holding a machine: RSS {rss['VmRSS']:.0f} MB, "
+                  f"peak {rss['VmHWM']:.0f} MB (target <= 150 MB; MB = /proc's kB / 1024)")
             if "RssAnon" in rss:
                 print(f"  of which {rss['RssAnon']:.0f} MB the worker's own (anonymous) and "
-                      f"{rss['RssFile']:.0f} MB mapped files (libllvmlite, numpy, Python: "
-                      f"shared by the workers)")
+                      f"{rss['RssFile']:.0f} MB mapped files (libllvmlite.so "
+                      f"{rss.get('llvmlite', 0):.0f} MB, NumPy, Python: shared by the workers)")
+            if "Pss" in rss:
+                print(f"  PSS {rss['Pss']:.0f} MB (shared pages divided among the processes "
+                      f"mapping them)")
+        steps = breakdown()
+        if steps:
+            print("what it is made of (a fresh interpreter through a worker's start):")
+            print(f"  {'step':<60} {'RSS':>6} {'+anon':>6} {'+file':>6}")
+            before = None
+            for label, now in steps:
+                if before is None:
+                    print(f"  {label:<60} {now['VmRSS']:6.1f} {now['RssAnon']:6.1f} "
+                          f"{now['RssFile']:6.1f}")
+                else:
+                    print(f"  {label:<60} {now['VmRSS']:6.1f} "
+                          f"{now['RssAnon'] - before['RssAnon']:+6.1f} "
+                          f"{now['RssFile'] - before['RssFile']:+6.1f}")
+                before = now
+            if rss:
+                label = "a job's machine and its run (the held worker above)"
+                print(f"  {label:<60} "
+                      f"{rss['VmRSS']:6.1f} {rss['RssAnon'] - before['RssAnon']:+6.1f} "
+                      f"{rss['RssFile'] - before['RssFile']:+6.1f}")
         if opts.freedos:
             figures = freedos(opts.freedos, folder, 20)
             print("\nFreeDOS, 20 jobs setting a prompt, 2 workers:")
