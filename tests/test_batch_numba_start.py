@@ -63,7 +63,7 @@ def test_the_runtime_is_compiled_once_then_loaded(tmp_path):
     assert runtime_files(tmp_path) == files
 
 
-@pytest.mark.parametrize("damage", ["truncated", "another key"])
+@pytest.mark.parametrize("damage", ["truncated", "another key", "a flipped byte"])
 def test_a_damaged_runtime_file_is_compiled_again(tmp_path, damage):
     assert start(tmp_path) == "compiled"
     [name] = runtime_files(tmp_path)
@@ -71,6 +71,9 @@ def test_a_damaged_runtime_file_is_compiled_again(tmp_path, damage):
     data = path.read_bytes()
     if damage == "truncated":
         path.write_bytes(data[:len(data) // 2])
+    elif damage == "a flipped byte":            # in the machine code itself
+        at = len(data) - 100
+        path.write_bytes(data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:])
     else:
         head = numba_start.MAGIC + b"0" * 64 + b"\n"
         path.write_bytes(head + data[data.index(b"\n", len(numba_start.MAGIC)) + 1:])

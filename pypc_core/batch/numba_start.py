@@ -19,7 +19,8 @@ nothing, and this module avoids them:
   core's numba cache and loaded as numba loads a cached function; the file
   is keyed on the module's LLVM IR, the target (triple, CPU, features), the
   optimisation level and the numba, llvmlite and LLVM versions, so a change
-  in any of them compiles (and saves) it again.  Anything unexpected (no
+  in any of them compiles (and saves) it again, and carries a SHA-256 of its
+  contents, so a damaged file is never linked.  Anything unexpected (no
   cache directory, an unreadable or damaged file, a numba without these
   internals) falls back to numba's own compile.
 """
@@ -29,7 +30,7 @@ import hashlib
 import os
 import sys
 
-MAGIC = b"pypc-nrt-object 1\n"
+MAGIC = b"pypc-nrt-object 2\n"
 
 
 @contextlib.contextmanager
@@ -90,9 +91,11 @@ def _read(path, key):
     except OSError:
         return None
     head = MAGIC + key.encode() + b"\n"
-    if not data.startswith(head) or len(data) < len(head) + 8:
+    if not data.startswith(head) or len(data) < len(head) + 40:
         return None
-    body = data[len(head):]
+    digest, body = data[len(head):len(head) + 32], data[len(head) + 32:]
+    if hashlib.sha256(body).digest() != digest:
+        return None                     # damaged: never link machine code from it
     n = int.from_bytes(body[:8], "little")
     if len(body) < 8 + n:
         return None
@@ -102,9 +105,9 @@ def _read(path, key):
 def _write(path, key, object_code, bitcode):
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
+        body = len(object_code).to_bytes(8, "little") + object_code + bitcode
         with open(tmp, "wb") as fh:
-            fh.write(MAGIC + key.encode() + b"\n" + len(object_code).to_bytes(8, "little")
-                     + object_code + bitcode)
+            fh.write(MAGIC + key.encode() + b"\n" + hashlib.sha256(body).digest() + body)
         os.replace(tmp, path)           # whole, or not at all
     except OSError:
         with contextlib.suppress(OSError):
