@@ -113,7 +113,7 @@ def rss():
 steps = [("Python", rss())]
 import numpy
 steps.append(("NumPy", rss()))
-from pypc_core.batch import numba_start
+from pypc_core.cpu import numba_start
 steps.append(("pypc's package, its batch module (pluggy, argparse, ...)", rss()))
 with numba_start.without_scipy():
     import numba

@@ -1,4 +1,4 @@
-"""How a batch worker starts numba (pypc_core/batch/numba_start.py, issue 23's
+"""How a pypc process starts numba (pypc_core/cpu/numba_start.py; issue 23's
 memory figure): numba's runtime is compiled once, saved and then loaded
 from its object file by later processes, a damaged or foreign file is
 compiled again, code numba compiles afterwards links against the loaded
@@ -13,11 +13,11 @@ import sys
 
 import pytest
 
-from pypc_core.batch import numba_start
+from pypc_core.cpu import numba_start
 
 START = r"""
 import json, sys
-from pypc_core.batch import numba_start
+from pypc_core.cpu import numba_start
 how = numba_start.start_runtime(sys.argv[1])
 import numpy as np
 from numba import njit
@@ -103,7 +103,7 @@ NO_SCIPY = r"""
 import json, sys
 if sys.argv[1] == "numba first":
     import numba                        # which imports SciPy's package to check its version
-from pypc_core.batch import numba_start
+from pypc_core.cpu import numba_start
 with numba_start.without_scipy():
     from numba import njit
     @njit
@@ -126,3 +126,25 @@ def test_numbas_first_load_leaves_scipys_linear_algebra_out(order):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out == {"arraymath": True, "linalg_after": False, "linalg_now": True}
+
+
+LEAN = r"""
+import json, sys
+from pypc_core.cpu import Cpu
+cpu = Cpu()                             # the process's first CPU starts numba lean
+cpu.step()
+from numba.core.runtime import nrt
+print(json.dumps({"linalg": "scipy.linalg" in sys.modules, "runtime": bool(nrt.rtsys._init),
+                  "instructions": cpu.instructions}))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scipy") is None, reason="SciPy is not installed")
+@pytest.mark.parametrize("lean", ["1", "0"])
+def test_a_process_first_cpu_starts_numba_lean_unless_told_not_to(lean):
+    env = dict(os.environ, PYPC_LEAN_NUMBA=lean)
+    proc = subprocess.run([sys.executable, "-c", LEAN], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out == {"linalg": lean == "0", "runtime": True, "instructions": 1}

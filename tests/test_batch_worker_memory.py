@@ -20,7 +20,7 @@ from pypc_core.batch.jobs import JobError, check_job
 SCRIPT = r"""
 import gc, json, os, shutil, sys, tempfile
 import pypc_core.cli                         # what a spawned worker of `pypc batch` imports
-from pypc_core.batch import numba_start
+from pypc_core.cpu import numba_start
 from pypc_core.batch.worker import release_free_heap, run_timed, warm_up
 from pypc_core.batch.jobs import check_job
 from numba.core.runtime import nrtdynmod

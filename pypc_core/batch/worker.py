@@ -30,12 +30,12 @@ def warm_up():
     """Compile (or load from numba's disk cache) the 8088 core and run one
     throw-away job (a two-byte program, INT 20h, under the built-in DOS),
     so the first real job pays no start-up.  numba starts lean
-    (:mod:`pypc_core.batch.numba_start`: no SciPy, its runtime loaded from
+    (:mod:`pypc_core.cpu.numba_start`: no SciPy, its runtime loaded from
     a cached object file rather than compiled), the job is checked without
     the JSON Schema (the driver validates the real ones: a worker never
     imports jsonschema), and the heap the loading left free is handed
     back to the system (:func:`release_free_heap`)."""
-    from . import numba_start
+    from ..cpu import numba_start
     from .jobs import check_job
     folder = tempfile.mkdtemp(prefix="pypc-warm-")
     try:

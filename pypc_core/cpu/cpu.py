@@ -5,7 +5,7 @@ answers the exits; this class knows nothing about devices."""
 import numpy as np
 
 from . import state as S
-from . import core
+from . import core, numba_start
 from .registers import Registers
 
 
@@ -16,6 +16,7 @@ class Cpu:
     (``state.PT_*``); ``page_flags`` is its first PAGE_COUNT words."""
 
     def __init__(self, mem=None, page_table=None, xflags=None, port_kind=None, port_io=None):
+        numba_start.lean_start()        # the first CPU of a process: numba starts lean
         self.regs = S.new_regs()
         self.ctl = S.new_ctl()
         self.mem = mem if mem is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)

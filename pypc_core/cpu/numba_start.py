@@ -1,9 +1,12 @@
-"""How a batch worker starts numba without paying for what it never uses.
+"""How a pypc process starts numba without paying for what it never uses.
 
-A warm worker only *loads* the 8088 core from numba's disk cache; it
-compiles nothing (unless a job asks for the block translator or the cache
-is cold).  Two things numba does on its first load cost a worker memory for
-nothing, and this module avoids them:
+A process running pypc mostly only *loads* the 8088 core from numba's disk
+cache; it compiles nothing (unless the block translator runs or the cache
+is cold).  Two things numba does on its first load cost start-up time and
+memory for nothing (a batch worker, a fresh ``pypc run``), and this module
+avoids them; :func:`lean_start` does both, once per process, when the first
+:class:`~pypc_core.cpu.Cpu` is made (``PYPC_LEAN_NUMBA=0``: numba's own
+start):
 
 * :func:`without_scipy`: numba's NumPy support imports SciPy's BLAS (to
   learn whether ``np.dot`` may use it), which brings SciPy's linear algebra,
@@ -64,7 +67,7 @@ def core_cache_dir():
     or the one numba chose beside the core or in the user's cache), or
     None."""
     try:
-        from ..cpu import core
+        from . import core
         return core.run._cache._cache_path
     except Exception:
         return None
@@ -172,3 +175,30 @@ def start_runtime(cache_dir=None):
     finally:
         nrtdynmod.compile_nrt_functions = original
     return how[0] if how else "started"
+
+
+_lean_started = False
+
+
+def lean_start():
+    """Once per process: numba's target loaded without SciPy's linear algebra
+    and its runtime from the object file (:func:`without_scipy`,
+    :func:`start_runtime`), before anything of pypc's is loaded from the
+    cache.  Nothing when numba's JIT is disabled, when ``PYPC_LEAN_NUMBA``
+    is ``0``, or when numba was started already (its NumPy support loaded:
+    ``without_scipy`` does nothing then, and the runtime is left as it is)."""
+    global _lean_started
+    if _lean_started:
+        return
+    _lean_started = True
+    if os.environ.get("PYPC_LEAN_NUMBA", "1").strip() == "0":
+        return
+    from numba.core import config
+    if config.DISABLE_JIT:
+        return
+    from numba.core.registry import cpu_target
+    with without_scipy():
+        start_runtime()
+        # numba's implementations (its NumPy support, which probes SciPy's
+        # BLAS, among them) load at the target's first refresh: here, inside
+        cpu_target.target_context.refresh()
