@@ -415,6 +415,25 @@ def test_the_cache_evicts_beyond_its_limit():
     assert cpu.regs[S.AX] == (make_cpu(code, 9).regs[S.AX] + 1) & 0xFFFF
 
 
+def test_a_renewed_engine_runs_the_regions_it_took_over():
+    # after renew_after closed libraries the live regions move into a new
+    # LLJIT (their table entries change) and the old one goes
+    code = bytes([0x40, 0x41, 0x42, 0x43, 0xF4])
+    cpu = make_cpu(code, 9, dict(EAGER, max_regions=2, renew_after=2))
+    tr = cpu.translator
+    for ip in (IP0, IP0 + 1, IP0 + 2, IP0 + 3):
+        tr.translate(CS0, ip)
+    stats = tr.stats()
+    assert stats["evicted"] == 2 and stats["renewals"] == 1 and stats["regions"] == 2
+    kept = {pc: int(tr.table[pc]) for r in tr.regions.values() for pc in r.pcs}
+    assert all(kept.values())
+    assert cpu.run(1 << 30) == S.EXIT_HALT
+    plain = make_cpu(code, 9)
+    assert plain.run(1 << 30) == S.EXIT_HALT
+    assert_same(machine_state(cpu), machine_state(plain))
+    assert tr.stats()["translated_instructions"] == 2          # the kept regions ran
+
+
 def test_regions_do_not_take_untranslatable_entries():
     insns, exits = blockgen.discover(lambda a: 0xF4, CS0, IP0)     # HLT
     assert insns == {} and exits == {IP0}

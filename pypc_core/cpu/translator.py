@@ -43,6 +43,8 @@ from collections import OrderedDict
 import numpy as np
 
 from . import state as S
+from numba.core.compiler_lock import global_compiler_lock
+
 from . import blockgen, region_cache
 from .core import EXIT_LOOK, EXIT_SAMPLE, run_sliced as _run_sliced
 from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
@@ -50,29 +52,51 @@ from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
 STALE = S.MEM_SIZE + 2      # table words after the entries (core.enter_region's)
 LOOK = S.MEM_SIZE + 3
 
-_engine = None
 # JIT library names must never repeat in a process (ORC refuses a name it has
 # seen, even after the library is gone): one counter for every translator
 _library_serial = itertools.count(1)
+_host = None
 
 
 def _llvm():
-    """The process's LLVM: a target machine for this host and one ORC JIT
-    (LLJIT) that every region's object code is linked into, each region in
-    a library of its own so that evicting it frees its code."""
-    global _engine
-    if _engine is None:
+    """llvmlite's binding with this host's target initialised (once)."""
+    global _host
+    if _host is None:
         import llvmlite.binding as llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        _host = llvm
+    return _host
+
+
+class Engine:
+    """A translator's LLVM: a target machine for this host and an ORC JIT
+    (LLJIT) its regions' object code is linked into, each region in a
+    library of its own so that evicting it frees its code.  Each translator
+    has its own (a third of a millisecond and a quarter of a MB to make),
+    so one machine's regions are never relinked or freed under another
+    machine's thread, and it can be renewed (see ``Translator._renew``)."""
+
+    def __init__(self):
+        llvm = self.llvm = _llvm()
         target = llvm.Target.from_default_triple()
-        tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
-                                          features=llvm.get_host_cpu_features().flatten(),
-                                          opt=CODEGEN_OPT, codemodel="jitdefault")
-        jit = llvm.create_lljit_compiler(tm)
-        pto = llvm.create_pipeline_tuning_options(speed_level=2)
-        _engine = (llvm, tm, jit, pto)
-    return _engine
+        self.tm = target.create_target_machine(cpu=llvm.get_host_cpu_name(),
+                                               features=llvm.get_host_cpu_features().flatten(),
+                                               opt=CODEGEN_OPT, codemodel="jitdefault")
+        self.jit = llvm.create_lljit_compiler(self.tm)
+        self.pto = llvm.create_pipeline_tuning_options(speed_level=2)
+        self.fpm = llvm.create_new_function_pass_manager()
+        for name in LIGHT_PASSES:
+            getattr(self.fpm, "add_%s_pass" % name)()
+
+    def link(self, obj, imports):
+        """Link object code (``imports``: {symbol: address} it calls);
+        returns (library, the region function's address)."""
+        builder = self.llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(SYMBOL)
+        for name, address in imports.items():
+            builder.import_symbol(name, address)
+        library = builder.link(self.jit, "pypc_region_%d" % next(_library_serial))
+        return library, library[SYMBOL]
 
 
 PIPELINE = "light"
@@ -86,7 +110,7 @@ SYMBOL = "region"      # every region's function (each has a JIT library of its 
 def recipe():
     """What a region's object code depends on besides its IR (the region
     cache's key has both): LLVM, the host CPU, the passes."""
-    llvm = _llvm()[0]
+    llvm = _llvm()
     import llvmlite
     return "\n".join([
         "llvmlite %s llvm %s" % (llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info))),
@@ -96,37 +120,39 @@ def recipe():
     ])
 
 
-def _optimise(llvm, tm, pto, mod):
+def _optimise(engine, mod):
     """LLVM passes over a region's module.  Not the O2 pipeline: a region is
     one function of straight-line code, branches and an entry switch, and
     these passes give the code O2 gives it at a fraction of the compile
     time (SROA puts the registers in SSA values, instcombine folds the
     flag words to the bits read, GVN shares the address arithmetic, the
-    sinking pass moves what only an exit needs into the exit)."""
-    pb = llvm.create_pass_builder(tm, pto)
+    sinking pass moves what only an exit needs into the exit).  The pass
+    manager is the engine's, made once (llvmlite keeps some 10 KB of every
+    one made); the pass builder, which holds the analyses of the functions
+    it saw, is made for each module."""
+    pb = engine.llvm.create_pass_builder(engine.tm, engine.pto)
     if PIPELINE == "O2":
         pb.getModulePassManager().run(mod, pb)
         return
-    fpm = llvm.create_new_function_pass_manager()
-    for name in LIGHT_PASSES:
-        getattr(fpm, "add_%s_pass" % name)()
     for fn in mod.functions:
         if not fn.is_declaration:
-            fpm.run(fn, pb)
+            engine.fpm.run(fn, pb)
 
 
 class Region:
     """One translated region: where it is entered and the JIT library
     holding its code (closing the library frees the code)."""
 
-    __slots__ = ("key", "pcs", "library", "instructions", "code_bytes")
+    __slots__ = ("key", "pcs", "library", "instructions", "code_bytes", "obj", "imports")
 
-    def __init__(self, key, pcs, library, instructions, code_bytes):
+    def __init__(self, key, pcs, library, instructions, code_bytes, obj, imports):
         self.key = key
         self.pcs = pcs
         self.library = library
         self.instructions = instructions
         self.code_bytes = code_bytes
+        self.obj = obj                  # its object code and what it calls: to link it
+        self.imports = imports          # again into a renewed engine
 
 
 class Translator:
@@ -136,7 +162,8 @@ class Translator:
                  compile_per_emulated_s=0.005, max_regions=512,
                  max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
                  compile_budget=True, loops_only=True, explore_limit=0.06,
-                 saved_per_insn=8e-9, cache="default", lookup_per_insn=0.00015):
+                 saved_per_insn=8e-9, cache="default", lookup_per_insn=0.00015,
+                 renew_after=1024):
         if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
             raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
         self.cpu = cpu
@@ -171,6 +198,10 @@ class Translator:
         self._cache_wanted = cache is not None and (
             cache != "default" or region_cache.default_directory() is not None)
         self.cache_hits = 0              # regions whose object code came from the cache
+        self.engine = None               # its LLVM (an Engine), made at the first translation
+        self.renew_after = renew_after
+        self.closed_libraries = 0        # since the engine was made
+        self.renewals = 0
         # the entry table, then what the core keeps for the translator:
         # instructions executed in regions, region calls that executed any,
         # regions found changed, and a flag "look" (a long run, a change)
@@ -362,7 +393,7 @@ class Translator:
         csb = cs << 4
         code = blockgen.region_code_bytes(self._read, insns, csb)
         text = str(blockgen.RegionCompiler(SYMBOL, cs, insns, code).compile())
-        llvm, tm, jit, pto = _llvm()
+        engine = self._engine()
         key = obj = None
         if self.cache is not None:
             key = self.cache.key(text)
@@ -376,10 +407,17 @@ class Translator:
             if budget is not None and \
                     self.compile_seconds + self.seconds_per_insn * len(insns) > budget:
                 return None
-            mod = llvm.parse_assembly(text)
-            mod.verify()
-            _optimise(llvm, tm, pto, mod)
-            obj = tm.emit_object(mod)
+            # LLVM's global context is not for two threads at once: numba's
+            # compiles and other machines' translators take the same lock
+            with global_compiler_lock:
+                # a context of its own, freed with the module: LLVM's global
+                # context would keep every region's types and constants
+                context = engine.llvm.create_context()
+                mod = engine.llvm.parse_assembly(text, context=context)
+                mod.verify()
+                _optimise(engine, mod)
+                obj = engine.tm.emit_object(mod)
+                del mod, context
             if key is not None:
                 self.cache.put(key, obj)
             t2 = time.perf_counter()
@@ -392,18 +430,16 @@ class Translator:
         else:
             self.cache_hits += 1
         t2 = time.perf_counter()
-        builder = llvm.JITLibraryBuilder().add_object_img(obj).export_symbol(SYMBOL)
+        imports = {}
         if "@pypc_" in text:
             # MUL/DIV call the interpreter's arithmetic, bound here by name
             from . import arith_calls
-            for name, fn in arith_calls.SYMBOLS.items():
-                if "@" + name + "(" in text:
-                    builder.import_symbol(name, fn.address)
-        library = builder.link(jit, "pypc_region_%d" % next(_library_serial))
-        address = library[SYMBOL]
+            imports = {name: fn.address for name, fn in arith_calls.SYMBOLS.items()
+                       if "@" + name + "(" in text}
+        library, address = engine.link(obj, imports)
         self.compile_seconds += time.perf_counter() - t2
         pcs = [(csb + i) & 0xFFFFF for i in insns]
-        region = Region((cs, ip), pcs, library, len(insns), len(code))
+        region = Region((cs, ip), pcs, library, len(insns), len(code), bytes(obj), imports)
         if region.key in self.regions:
             self._drop(self.regions[region.key])      # replaced, not evicted
         while len(self.regions) >= self.max_regions:
@@ -415,7 +451,33 @@ class Translator:
             self._owner[pc] = region
             self.cpu.xflags[pc] |= XF_BLOCK
         self.translated += 1
+        self._renew_if_due()
         return region
+
+    def _engine(self):
+        if self.engine is None:
+            self.engine = Engine()
+        return self.engine
+
+    def _renew_if_due(self):
+        """ORC keeps about 9 KB of every library linked into an LLJIT, closed
+        or not, until the LLJIT itself goes: after ``renew_after`` closed
+        libraries the translator moves its live regions into a new engine
+        and lets the old one go, so a guest that keeps making new hot code
+        holds a bounded amount of LLVM's memory."""
+        if self.closed_libraries < self.renew_after or self.engine is None:
+            return
+        old, self.engine = self.engine, Engine()
+        for region in self.regions.values():
+            library, address = self.engine.link(region.obj, region.imports)
+            for pc in region.pcs:
+                if self._owner.get(pc) is region:
+                    self.table[pc] = address
+            region.library.close()
+            region.library = library
+        del old
+        self.closed_libraries = 0
+        self.renewals += 1
 
     def _drop(self, region):
         self.regions.pop(region.key, None)
@@ -428,6 +490,7 @@ class Translator:
         # nothing enters it any more: its library (the code) can go
         region.library.close()
         region.library = None
+        self.closed_libraries += 1
 
     def _drop_stale(self):
         # a region whose code changed was cut off where it was found
@@ -435,6 +498,7 @@ class Translator:
         for region in list(self.regions.values()):
             if any(self.table[pc] == 0 and self._owner.get(pc) is region for pc in region.pcs):
                 self._drop(region)
+        self._renew_if_due()
 
     def flush(self):
         """Drop every translation (the memory under them was replaced)."""
@@ -442,12 +506,14 @@ class Translator:
             self._drop(region)
         self._samples.clear()
         self._untranslatable.clear()
+        self._renew_if_due()
 
     def stats(self):
         return {
             "regions": len(self.regions),
             "translated": self.translated,
             "cache_hits": self.cache_hits,
+            "renewals": self.renewals,
             "evicted": self.evicted,
             "stale": self.stale,
             "instructions": sum(r.instructions for r in self.regions.values()),
