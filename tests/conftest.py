@@ -33,6 +33,11 @@ FIXED_PORT_FILES = frozenset({
 })
 
 
+def pytest_configure(config):
+    # pytest-xdist registers it; without xdist the marks are inert
+    config.addinivalue_line("markers", "xdist_group(name): tests of one xdist worker")
+
+
 @pytest.hookimpl(tryfirst=True)      # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     for item in items:
