@@ -36,6 +36,7 @@ shows in the machine's state.
 """
 
 import itertools
+import mmap
 import os
 import time
 from collections import OrderedDict
@@ -205,7 +206,9 @@ class Translator:
         # the entry table, then what the core keeps for the translator:
         # instructions executed in regions, region calls that executed any,
         # regions found changed, and a flag "look" (a long run, a change)
-        self.table = np.zeros(S.MEM_SIZE + 4, dtype=np.int64)
+        # anonymous memory, zero until touched: np.zeros hands 8 MiB to the
+        # kernel's huge pages, zeroed at once, 3-4 ms of every machine's start
+        self.table = np.frombuffer(mmap.mmap(-1, (S.MEM_SIZE + 4) * 8), dtype=np.int64)
         self._core_args = (cpu.regs, cpu.mem, cpu.page_table, cpu.xflags, cpu.ctl,
                            cpu.effects, cpu.port_kind, cpu.port_io, self.table)
         self.regions = OrderedDict()     # key (cs, ip) -> Region
