@@ -3,7 +3,7 @@
 
 Without ``session.start`` the server has one implicit session, ``pypc``:
 the machine it was started with.  ``session.start`` builds a new machine
-with the built-in BIOS and DOS for one program (``pypc_core.dos.session.
+with the built-in BIOS and DOS for one program (``pypc_core.dos_session.
 DosSession``), stopped on the program's first instruction (stop kind
 ``startup``), and the controller runs that machine from then on (the
 previous one is left alone; a previous session's machine is closed).  The
@@ -46,7 +46,7 @@ import re
 
 from pypc_core import hookimpl
 from pypc_core.dos.errors import LoadError
-from pypc_core.dos.session import DosSession
+from pypc_core.dos_session import DosSession
 from pypc_core.errors import PypcError
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import invalid

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from guest import dos as progs
-from pypc_core.dos.session import DosSession, SessionError
+from pypc_core.dos_session import DosSession, SessionError
 from pypc_core.errors import PypcError
 
 

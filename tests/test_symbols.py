@@ -29,7 +29,7 @@ from rpc_client import RpcFixture
 from test_dos_rpc import DosRpcFixture
 from test_gdbstub import Rsp
 
-from pypc_core.dos.session import DosSession
+from pypc_core.dos_session import DosSession
 from pypc_core.frontends.gdbstub import GdbServer
 from pypc_core.machine import CPU_HZ, Machine, MachineConfig
 from pypc_core.symbols import SymbolError, SymbolTable, parse_map, parse_spec, read_map

@@ -30,11 +30,15 @@ Guests poll the counters (latch, read, read) in delay loops.  After every
 change the PIT *publishes* each counter's segment into a counter block of the
 port map (``PortMap.counter``; the words are ``cpu.state.T_*``), so
 the jitted core answers those reads itself, flip-flop and latch included.
+The count itself has one rule, ``cpu.core.timer_rule``: the core wraps it to
+16 bits, this module (``PitChannel._seg_ce``) calls the same compiled
+function and wraps it to the counter's binary or BCD modulus.
 Before the PIT does anything else it *pulls* back what those reads changed
 (the read flip-flop and the latch).  BCD counters, and a counter whose
 pending load falls due, are answered here as before.
 """
 
+from ..cpu import core as _core
 from ..cpu import state as _S
 from ..device import Device, DeviceDeclaration
 
@@ -52,6 +56,16 @@ def _bcd_encode(value):
     value %= 10000
     return ((value // 1000) << 12 | (value // 100 % 10) << 8
             | (value // 10 % 10) << 4 | (value % 10))
+
+
+def _kind(mode, running):
+    """The core's segment kind (``cpu.state.T_KIND``) of a counter in
+    ``mode``: 1 stopped, 2 and 3 modes 2 and 3, 0 counting down by one."""
+    if not running:
+        return 1
+    if mode == 2 or mode == 3:
+        return mode
+    return 0
 
 
 class PitChannel:
@@ -104,19 +118,11 @@ class PitChannel:
 
     # -- the segment rules (pure) -------------------------------------------
     def _seg_ce(self, seg, k):
+        # the core's rule (the one the CPU answers reads with), wrapped to
+        # this counter's modulus: binary, or BCD in the count domain
         start, running, ce, out, tc, reload = seg
-        mode = self.mode
-        if not running:
-            return ce
-        n = k - start
-        if mode == 2:
-            return (reload - n % reload) % self.modulus
-        if mode == 3:
-            first = (reload + 1) // 2 if out else reload // 2
-            p = n % reload
-            off = p if p < first else p - first
-            return (reload - (reload & 1) - 2 * off) % self.modulus
-        return (ce - n) % self.modulus
+        return int(_core.timer_rule(_kind(self.mode, running), k - start, ce,
+                                    1 if out else 0, reload)) % self.modulus
 
     def _seg_out(self, seg, k):
         start, running, ce, out, tc, reload = seg
@@ -364,19 +370,14 @@ class PitChannel:
 
     def fast_model(self):
         """(kind, start, ce, out, reload, limit) for reads inside the CPU
-        (``cpu.core.timer_count`` computes the same as ``_seg_ce``), or None
-        when the counter must be read here (BCD)."""
+        (``cpu.core.timer_count``: the rule ``_seg_ce`` calls, wrapped to 16
+        bits), or None when the counter must be read here (BCD)."""
         if self.bcd:
             return None
         start, running, ce, out, tc, reload = self._seg()
         limit = self.pend_edge if self.pend_edge is not None else 1 << 62
-        if not running:
-            return (1, start, ce, out, 0, limit)
-        if self.mode == 2:
-            return (2, start, ce, out, reload, limit)
-        if self.mode == 3:
-            return (3, start, ce, out, reload, limit)
-        return (0, start, ce, out, 0, limit)
+        kind = _kind(self.mode, running)
+        return (kind, start, ce, out, reload if kind >= 2 else 0, limit)
 
     def info(self):
         eff = self.reload_value() if self.cr_valid else None

@@ -627,25 +627,34 @@ def timer_stale(pk, pio, port, cycle):
     return cycle // pio[t + T_DIV] >= pio[t + T_LIMIT]
 
 
-@njit(**JIT)
-def timer_count(pio, t, edge):
-    """The down counter at edge ``edge`` (binary counts)."""
-    kind = pio[t + T_KIND]
-    n = edge - pio[t + T_START]
+@njit(**INLINE)
+def timer_rule(kind, n, ce, out, reload):
+    """The 8253's counting element ``n`` edges into a segment, not yet
+    wrapped to the count's range: kind 0 counts down by one from ``ce``, 1 is
+    stopped at ``ce``, 2 is mode 2 (``reload`` down to 1, again), 3 is mode 3
+    (by twos, each half-cycle; ``out`` the level the segment started at).
+    The one rule: ``timer_count`` wraps it to 16 bits, the PIT
+    (``chipset.pit``) to its binary or BCD modulus."""
     if kind == 1:
-        return pio[t + T_CE]
+        return ce
     if kind == 0:
-        return (pio[t + T_CE] - n) & 0xFFFF
-    reload = pio[t + T_RELOAD]
+        return ce - n
     if kind == 2:
-        return (reload - n % reload) & 0xFFFF
-    if pio[t + T_OUT]:
+        return reload - n % reload
+    if out:
         first = (reload + 1) // 2
     else:
         first = reload // 2
     p = n % reload
     off = p if p < first else p - first
-    return (reload - (reload & 1) - 2 * off) & 0xFFFF
+    return reload - (reload & 1) - 2 * off
+
+
+@njit(**JIT)
+def timer_count(pio, t, edge):
+    """The down counter at edge ``edge`` (binary counts)."""
+    return timer_rule(pio[t + T_KIND], edge - pio[t + T_START], pio[t + T_CE],
+                      pio[t + T_OUT], pio[t + T_RELOAD]) & 0xFFFF
 
 
 @njit(**JIT)

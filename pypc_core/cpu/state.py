@@ -74,7 +74,7 @@ C_INHIBIT = 28        # 1: interrupts held off for one instruction (after MOV SS
 C_REP_RESUME = 29     # 1: the string instruction at CS:IP continues after a budget exit
 C_NOW = 30            # the cycle the current instruction began at (a REP string's: its
                       # iteration's): the clock a PG_CLOCKED page's handler is given
-# the debugger's words (see pypc_core/debugger.py)
+# the debugger's words (see pypc_core/debugger/: breakpoints.py, trace.py)
 C_TRACE = 32          # instruction trace: bit 0 on, bit 1 with registers, bit 2 with effects
 C_TRACE_N = 33        # trace records written so far (the ring index is this mod capacity)
 C_SKIP_INT = 34       # 1: let the INT at CS:IP through its breakpoint once (resume)

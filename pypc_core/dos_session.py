@@ -1,6 +1,9 @@
 """A DOS program under control, in-process: start it stopped on its first
 instruction, step, set execution breakpoints, continue, read its exit code.
 
+A layer above the machine (it builds one, with the built-in DOS of
+``pypc_core.dos``, which is below the machine).
+
 This is the Python side of the agent flow (start, step, break, read memory,
 stop, read the exit code); an RPC method group adapts it.  Stops are plain
 dicts shaped like the agent spec's stop events::
@@ -25,10 +28,13 @@ shared with anything else driving the machine); stepping is
 through an execution flag on the DOS's "program ended" idle loop.
 """
 
-from ..cpu import state as S
-from ..errors import PypcError
-from ..machine import CPU_HZ, Machine, MachineConfig
-from .program import prepare_program
+from .cpu import state as S
+from .cpu.registers import Registers
+from .debugger import BreakpointError
+from .dos.common import TERM_CTRL_C
+from .dos.program import prepare_program
+from .errors import PypcError
+from .machine import CPU_HZ, Machine, MachineConfig
 
 STATES = ("created", "stopped", "running", "exited", "failed")
 DEFAULT_START_SECONDS = 5.0
@@ -151,7 +157,6 @@ class DosSession:
         return f"bp-{bp.id}"
 
     def remove_breakpoint(self, bp):
-        from ..debugger import BreakpointError
         try:
             self.machine.breakpoints.remove(int(str(bp).removeprefix("bp-")))
         except (BreakpointError, ValueError):
@@ -209,8 +214,6 @@ class DosSession:
             self.state = "exited"
             self.last_stop = {"kind": "program_exit", "exit_code": None, "forced": True}
             return dict(self.last_stop)
-        from ..cpu.registers import Registers
-        from .common import TERM_CTRL_C
         dos = self.machine.dos
         r = Registers(self.machine.cpu.regs)
         for _ in range(64):
