@@ -32,46 +32,19 @@ OVERSAMPLE = 4
 def channel_levels(ch, edges):
     """Counter output (bool array) of PitChannel ``ch`` at the ascending PIT
     edges ``edges``, as the chip model would give it with no further writes
-    (a pending load takes effect at its edge).  Mirrors
-    ``PitChannel._seg_out`` for arrays; ``ch`` is advanced past a pending
+    (a pending load takes effect at its edge): ``PitChannel.levels``, the
+    PIT's own rule, for each segment; ``ch`` is advanced past a pending
     load it applies."""
     out = np.empty(len(edges), dtype=bool)
     i = 0
     if ch.pend_edge is not None:
         j = int(np.searchsorted(edges, ch.pend_edge))
-        out[:j] = _segment_levels(ch, edges[:j])
+        out[:j] = ch.levels(edges[:j])
         i = j
         if j < len(edges):
             ch.sync(int(edges[j]))
-    out[i:] = _segment_levels(ch, edges[i:])
+    out[i:] = ch.levels(edges[i:])
     return out
-
-
-def _segment_levels(ch, k):
-    start, running, ce, level, tc, reload = ch._seg()
-    mode = ch.mode
-    n_edges = len(k)
-    if not n_edges:
-        return np.empty(0, dtype=bool)
-    if mode in (2, 3):
-        if not running:
-            return np.full(n_edges, bool(level))
-        n = k - start
-        if mode == 2:
-            if reload < 2:
-                return np.zeros(n_edges, dtype=bool)
-            return n % reload != reload - 1
-        if reload < 2:
-            return np.ones(n_edges, dtype=bool)
-        first = (reload + 1) // 2 if level else reload // 2
-        low_phase = n % reload >= first
-        return low_phase != bool(level)
-    if tc is None:
-        return np.full(n_edges, bool(level))
-    n = (k - start) if running else np.zeros(n_edges, dtype=np.int64)
-    if mode in (0, 1):
-        return np.where(n >= tc, True, bool(level))
-    return np.where(n == tc, False, bool(level))
 
 
 class Speaker:

@@ -90,3 +90,24 @@ def test_python_count_is_the_cores_read_after_programming(mode, reload, start, t
     m.now = cycle
     python = pit.count(0)
     assert core_read(m, 0x40, cycle) == python
+
+
+@settings(max_examples=200, deadline=None)
+@given(mode=st.sampled_from([0, 1, 2, 3, 4, 5]), reload=st.integers(1, 0x10000),
+       start=st.integers(0, 1 << 40), out=st.booleans(), running=st.booleans(),
+       tc=st.one_of(st.none(), st.integers(0, 0x10000)),
+       offsets=st.lists(st.integers(0, 1 << 20), min_size=0, max_size=40))
+def test_the_speakers_levels_are_the_channels_output_at_each_edge(mode, reload, start, out,
+                                                                  running, tc, offsets):
+    """``PitChannel.levels`` (the speaker renders whole arrays of edges with
+    it) gives what ``output`` gives edge by edge, in every mode, with and
+    without a terminal count, before and past the segment's first period."""
+    import numpy as np
+    m, pit = make()
+    ch = pit.channels[0]
+    periodic = mode in (2, 3)
+    ch.mode = mode
+    ch._set_seg((start, running, reload & 0xFFFF, out, None if periodic else tc,
+                 reload if periodic else 0))
+    edges = np.array(sorted(start + o for o in offsets), dtype=np.int64)
+    assert list(ch.levels(edges)) == [ch.output(int(k)) for k in edges]

@@ -38,6 +38,9 @@ Before the PIT does anything else it *pulls* back what those reads changed
 pending load falls due, are answered here as before.
 """
 
+import numpy as np
+from numba import njit
+
 from ..cpu import core as _core
 from ..cpu import state as _S
 from ..device import Device, DeviceDeclaration
@@ -45,6 +48,40 @@ from ..device import Device, DeviceDeclaration
 PIT_PORTS = (0x40, 0x41, 0x42, 0x43)
 CYCLES_PER_TICK = 4                      # CPU cycles per PIT clock
 PIT_HZ = 14_318_180 / 12                 # 1.193182 MHz
+
+
+@njit(cache=True, nogil=True)
+def out_level(mode, start, running, out, tc, reload, k):
+    """The rule of a counter's OUT at edge ``k`` of a segment that started at
+    edge ``start`` with OUT at ``out`` (``tc``: edges from the start to the
+    terminal count in modes 0/1/4/5, -1 for none; ``reload``: the period of
+    modes 2 and 3).  One rule for :meth:`PitChannel.output` and, through
+    :func:`out_levels`, the speaker's arrays of edges."""
+    if mode == 2 or mode == 3:
+        if not running:
+            return out
+        n = k - start
+        if mode == 2:
+            return reload >= 2 and n % reload != reload - 1
+        if reload < 2:
+            return True
+        first = (reload + 1) // 2 if out else reload // 2
+        return out if n % reload < first else not out
+    if tc < 0:
+        return out
+    n = k - start if running else 0
+    if mode == 0 or mode == 1:
+        return True if n >= tc else out
+    return False if n == tc else out          # modes 4/5: one-clock strobe
+
+
+@njit(cache=True, nogil=True)
+def out_levels(mode, start, running, out, tc, reload, edges):
+    """:func:`out_level` at each edge of the int64 array ``edges``."""
+    levels = np.empty(edges.shape[0], dtype=np.bool_)
+    for i in range(edges.shape[0]):
+        levels[i] = out_level(mode, start, running, out, tc, reload, edges[i])
+    return levels
 
 
 def _bcd_decode(raw):
@@ -126,23 +163,17 @@ class PitChannel:
 
     def _seg_out(self, seg, k):
         start, running, ce, out, tc, reload = seg
-        mode = self.mode
-        if mode == 2 or mode == 3:
-            if not running:
-                return out
-            n = k - start
-            if mode == 2:
-                return reload >= 2 and n % reload != reload - 1
-            first = (reload + 1) // 2 if out else reload // 2
-            if reload < 2:
-                return True
-            return out if n % reload < first else not out
-        n = k - start if running else 0
-        if tc is None:
-            return out
-        if mode == 0 or mode == 1:
-            return True if n >= tc else out
-        return False if n == tc else out          # modes 4/5: one-clock strobe
+        return bool(out_level(self.mode, int(start), bool(running), bool(out),
+                              -1 if tc is None else int(tc), int(reload), int(k)))
+
+    def levels(self, edges):
+        """OUT at each of the ascending edges ``edges`` (an int64 array) of
+        the present segment, as :meth:`output` would give it with no pending
+        load (the speaker renders a segment at a time with this)."""
+        start, running, ce, out, tc, reload = self._seg()
+        return out_levels(self.mode, int(start), bool(running), bool(out),
+                          -1 if tc is None else int(tc), int(reload),
+                          np.asarray(edges, dtype=np.int64))
 
     def _seg_next_rise(self, seg, k):
         """First edge > k (k >= seg start) where OUT rises within ``seg``."""
