@@ -12,6 +12,23 @@ from .machine_errors import DeviceFault, MachineError
 _PREFIXES = frozenset((0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3))
 
 
+def int_at(mem, cs, ip):
+    """The INT number of the instruction at CS:IP (after prefixes), or None."""
+    def byte(n):
+        return int(mem[((cs << 4) + ((ip + n) & 0xFFFF)) & 0xFFFFF])
+    k = 0
+    while k < 16 and byte(k) in (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3):
+        k += 1
+    op = byte(k)
+    if op == 0xCC:
+        return 3
+    if op == 0xCD:
+        return byte(k + 1)
+    if op == 0xCE:
+        return 4
+    return None
+
+
 class ExitHandling:
     """Exit service and stops; the Machine's state is its own."""
 
@@ -97,6 +114,49 @@ class ExitHandling:
             import traceback
             traceback.print_exception(fault.__cause__ or fault)
         return self._stop("fault", detail=dict(fault.detail))
+
+    # -- breakpoints at a slice boundary ---------------------------------------
+    def breakpoint_at_boundary(self):
+        """Before a run continues at the CS:IP where the last *slice* (not a
+        stop) ended: ``run_until_cycle`` lets the execution or INT
+        breakpoint at CS:IP through once, which is right when resuming from
+        that breakpoint's stop but would miss a hit at a slice boundary.
+        Judge that breakpoint here instead, as the core would have; returns
+        the Stop, or None."""
+        pc = self.cpu.pc
+        if self.memory.xflags[pc] & S.XF_BREAKPOINT:
+            stop = self._handle_exit(S.EXIT_BREAKPOINT)
+            if stop is not None:
+                return stop
+        stop = self.int_breakpoint_at_boundary()
+        if stop is None:
+            # judged here (a suppressed match counted): the run that follows
+            # must not judge the same pass again
+            self._resume_pc = pc
+        return stop
+
+    def int_breakpoint_at_boundary(self):
+        """The software-interrupt half of :meth:`breakpoint_at_boundary`:
+        the Stop of an interrupt breakpoint that the INT instruction at
+        CS:IP hits, or None.  A step runs it first, as a memory or interrupt
+        breakpoint in the step's Tick wins over the step (COMPAT
+        Execution)."""
+        cpu = self.cpu
+        ctl = cpu.ctl
+        if any(ctl[S.C_INT_MASK + i] for i in range(4)):
+            number = int_at(self.memory.mem, int(cpu.regs[S.CS]), int(cpu.regs[S.IP]))
+            if number is not None and (int(ctl[S.C_INT_MASK + (number >> 6)]) >> (number & 63)) & 1:
+                if number == 4 and not cpu.regs[S.FLAGS] & S.F_OF:
+                    return None
+                ctl[S.C_EXIT_VALUE] = number
+                return self._handle_exit(S.EXIT_INT_BREAK)
+        return None
+
+    def record_stop(self, kind, **fields):
+        """The Stop of ``kind`` at the present CS:IP and clock, recorded as
+        the last stop (``pypc run --bare`` ends a run that met no stop with
+        a ``budget`` one)."""
+        return self._stop(kind, **fields)
 
     # -- the one run loop --------------------------------------------------------
     def _stop(self, kind, **fields):

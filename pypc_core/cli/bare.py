@@ -244,7 +244,7 @@ def run(args):
             if rpc is not None:
                 rpc.close()
         if stop is None:
-            stop = m._stop("budget")
+            stop = m.record_stop("budget")
         if stop.kind == "fault":
             sys.stderr.write(f"pypc: {stop.detail['message']}\n")
         for seg, off, n, path in args.dump_memory:

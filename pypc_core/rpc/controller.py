@@ -35,7 +35,7 @@ from .errors import (INTERNAL_ERROR, RpcError, invalid, not_found, not_paused,
                      revision_mismatch)
 from .fairqueue import FairQueue
 from .parts import MACHINE_REPLACED, Parts
-from .stops import (check_at_boundary, check_int_at_boundary, contract_stop, cycles_to_ns,
+from .stops import (contract_stop, cycles_to_ns,
                     resumes_breakpoint_stop)
 
 MAX_OPERATIONS = 256
@@ -462,7 +462,7 @@ class Controller:
         m = self.machine
         # an interrupt breakpoint on the INT at CS:IP wins over the step,
         # unless the step resumes from that breakpoint's stop
-        early = None if resumes_breakpoint_stop(self) else check_int_at_boundary(m)
+        early = None if resumes_breakpoint_stop(self) else m.int_breakpoint_at_boundary()
         try:
             if early is not None:
                 stop = early
@@ -493,7 +493,7 @@ class Controller:
         m = self.machine
         ctl = self.cpu.ctl
         if self.at_slice_boundary:
-            stop = check_at_boundary(m)
+            stop = m.breakpoint_at_boundary()
             if stop is not None:
                 self.stop_now(contract_stop(self, stop))
                 return

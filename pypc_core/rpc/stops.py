@@ -112,61 +112,6 @@ def contract_stop(ctl, stop):
     return ctl.make_stop(kind, **fields)
 
 
-def int_at(mem, cs, ip):
-    """The INT number of the instruction at CS:IP (after prefixes), or None."""
-    k = 0
-    def byte(n):
-        return int(mem[((cs << 4) + ((ip + n) & 0xFFFF)) & 0xFFFFF])
-    while k < 16 and byte(k) in (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3):
-        k += 1
-    op = byte(k)
-    if op == 0xCC:
-        return 3
-    if op == 0xCD:
-        return byte(k + 1)
-    if op == 0xCE:
-        return 4
-    return None
-
-
-def check_at_boundary(machine):
-    """Before a run continues at the CS:IP where the last *slice* (not a
-    stop) ended: ``Machine.run_until_cycle`` lets the execution or INT
-    breakpoint at CS:IP through once, which is right when resuming from
-    that breakpoint's stop but would miss a hit at a slice boundary.  Judge
-    that breakpoint here instead, as the core would have; returns the Stop,
-    or None."""
-    cpu = machine.cpu
-    pc = cpu.pc
-    if machine.memory.xflags[pc] & S.XF_BREAKPOINT:
-        stop = machine._handle_exit(S.EXIT_BREAKPOINT)
-        if stop is not None:
-            return stop
-    stop = check_int_at_boundary(machine)
-    if stop is None:
-        # judged here (a suppressed match counted): the run that follows
-        # must not judge the same pass again
-        machine._resume_pc = pc
-    return stop
-
-
-def check_int_at_boundary(machine):
-    """The software-interrupt half of :func:`check_at_boundary`: the Stop of
-    an interrupt breakpoint that the INT instruction at CS:IP hits, or None.
-    A step runs it first, as a memory or interrupt breakpoint in the step's
-    Tick wins over the step (COMPAT Execution)."""
-    cpu = machine.cpu
-    ctl = cpu.ctl
-    if any(ctl[S.C_INT_MASK + i] for i in range(4)):
-        number = int_at(machine.memory.mem, int(cpu.regs[S.CS]), int(cpu.regs[S.IP]))
-        if number is not None and (int(ctl[S.C_INT_MASK + (number >> 6)]) >> (number & 63)) & 1:
-            if number == 4 and not cpu.regs[S.FLAGS] & S.F_OF:
-                return None
-            ctl[S.C_EXIT_VALUE] = number
-            return machine._handle_exit(S.EXIT_INT_BREAK)
-    return None
-
-
 def resumes_breakpoint_stop(ctl):
     """Whether execution resumes from the stop of an execution or
     software-interrupt breakpoint (or run_until predicate) at the current
