@@ -82,19 +82,19 @@ class _Parser:
             self.fail(f"unexpected {self.peek()[1]!r}")
         return node
 
-    def or_expr(self):
-        node = self.and_expr()
-        while self.peek() in (("op", "||"), ("word", "or")):
+    def _chain(self, name, spellings, operand):
+        """``operand`` (op ``operand``)*, left-associative: ``name`` nodes."""
+        node = operand()
+        while self.peek() in spellings:
             self.i += 1
-            node = ("or", node, self.and_expr())
+            node = (name, node, operand())
         return node
 
+    def or_expr(self):
+        return self._chain("or", (("op", "||"), ("word", "or")), self.and_expr)
+
     def and_expr(self):
-        node = self.not_expr()
-        while self.peek() in (("op", "&&"), ("word", "and")):
-            self.i += 1
-            node = ("and", node, self.not_expr())
-        return node
+        return self._chain("and", (("op", "&&"), ("word", "and")), self.not_expr)
 
     def not_expr(self):
         if self.peek() in (("op", "!"), ("word", "not")):
