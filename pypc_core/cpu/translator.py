@@ -286,8 +286,12 @@ class Translator:
         if not insns or (self.loops_only and not blockgen.has_loop(insns)):
             # nothing to translate, or straight-line code that leaves at
             # once: entered once per pass it saves a few nanoseconds against
-            # milliseconds of compiling (FreeDOS's idle loop is made of such)
+            # milliseconds of compiling (FreeDOS's idle loop is made of such).
+            # Every instruction of it is judged so: code reachable from a
+            # later one is reachable from here, so a sample landing there
+            # would only decode the same answer again
             self._untranslatable.add((cs, ip))
+            self._untranslatable.update((cs, i) for i in insns)
             return None
         if budget is not None and \
                 self.compile_seconds + self._first_cost(cs, ip, len(insns)) > budget:
