@@ -11,7 +11,11 @@ Where is hot: the CPU runs in slices of ``slice_cycles`` while the translator
 is on; the CS:IP each slice ends at is a sample, and a place sampled
 ``threshold`` times is translated (a region is entered at any of its
 instructions, so a sample anywhere in a loop finds it).  Sampling costs one
-return to Python per slice, nothing inside the loop.
+return to Python per slice, nothing inside the loop.  While the samples
+find only code already judged (translated, or untranslatable) the slices
+double, up to ``slice_backoff`` times ``slice_cycles``, and a sample of
+anything else brings them back: an idle DOS, sampled at the first rate,
+lost 5 % to the samples alone.
 
 What it may spend: compiling takes host time the interpreter would have
 spent running the guest.  A region is compiled only when its estimated cost
@@ -164,12 +168,15 @@ class Translator:
                  max_insns=blockgen.MAX_REGION_INSNS, seconds_per_insn=0.002,
                  compile_budget=True, loops_only=True, explore_limit=0.06,
                  saved_per_insn=8e-9, cache="default", lookup_per_insn=0.00015,
-                 renew_after=1024):
+                 renew_after=1024, slice_backoff=16):
         if os.environ.get("NUMBA_DISABLE_JIT", "0") not in ("", "0"):
             raise RuntimeError("the block translator needs numba's JIT (NUMBA_DISABLE_JIT is set)")
         self.cpu = cpu
         self.threshold = threshold
-        self.slice_cycles = slice_cycles
+        self.slice_cycles = slice_cycles          # the sampling rate while samples find news
+        # an eager translator (compile_budget False: tests) samples at one rate
+        self.max_slice_cycles = slice_cycles * (slice_backoff if compile_budget else 1)
+        self._slice = slice_cycles                # this slice's length
         self.compile_share = compile_share
         self.compile_per_emulated_s = compile_per_emulated_s
         self.seconds_per_insn = seconds_per_insn      # LLVM's compile: the first estimate
@@ -229,7 +236,7 @@ class Translator:
         CPU and a step, are the core's ``run_sliced``, so a run that ends at
         an exit before its first slice does, as most do, costs one call)."""
         while True:
-            reason = _run_sliced(*self._core_args, until_cycle, self.slice_cycles)
+            reason = _run_sliced(*self._core_args, until_cycle, self._slice)
             if reason < EXIT_SAMPLE:
                 return reason
             if reason & EXIT_LOOK:
@@ -246,6 +253,7 @@ class Translator:
         if table[STALE] != self.stale:
             self.stale = int(table[STALE])
             self._drop_stale()
+            self._slice = self.slice_cycles       # code changed: look again at the first rate
 
     @property
     def run_seconds(self):
@@ -259,7 +267,10 @@ class Translator:
         cs, ip = int(regs[CS]), int(regs[IP])
         key = (cs, ip)
         if self.cpu.xflags[((cs << 4) + ip) & 0xFFFFF] & XF_BLOCK or key in self._untranslatable:
+            # nothing new here: sample less often
+            self._slice = min(self._slice * 2, self.max_slice_cycles)
             return
+        self._slice = self.slice_cycles
         n = self._samples.get(key, 0) + 1
         if n < self.threshold:
             self._samples[key] = n
@@ -282,6 +293,9 @@ class Translator:
             size = self._sizes.get((cs, ip), 4)
             if self.compile_seconds + self._first_cost(cs, ip, size) > budget:
                 return None
+        if self.loops_only and self._leads_only_to_judged(cs, ip):
+            self._untranslatable.add((cs, ip))
+            return None
         insns = self._discover(cs, ip)
         if not insns or (self.loops_only and not blockgen.has_loop(insns)):
             # nothing to translate, or straight-line code that leaves at
@@ -304,6 +318,20 @@ class Translator:
             for i in insns:
                 self._refused(cs, i, len(insns), miss=True)
         return region
+
+    def _leads_only_to_judged(self, cs, ip):
+        """Whether every way on from the instruction at CS:IP is code already
+        judged untranslatable (no loop reachable from it): then none is
+        reachable from CS:IP either, as a loop through CS:IP would run
+        through one of them.  One decode instead of a region's: samples
+        landing in straight-line code walk back through it an instruction
+        at a time (FreeDOS's idle path decoded 27 regions so in its first
+        10 emulated seconds at the prompt)."""
+        try:
+            ins = blockgen.decode(self._read, cs << 4, ip)
+        except blockgen.Untranslatable:
+            return False
+        return bool(ins.succ) and all((cs, s) in self._untranslatable for s in ins.succ)
 
     def _first_cost(self, cs, ip, size):
         # without a cache, or where the cache missed before: the compile;
@@ -513,6 +541,7 @@ class Translator:
             self._drop(region)
         self._samples.clear()
         self._untranslatable.clear()
+        self._slice = self.slice_cycles
         self._renew_if_due()
 
     def stats(self):
