@@ -567,3 +567,25 @@ def test_only_regions_holding_a_loop_are_translated_from_samples():
         cpu.mem[12:16] = np.frombuffer(bytes([0, 0, 0, 0]), np.uint8)
         cpu.run(200_000)
         assert cpu.translator.stats()["translated"] == want
+
+
+def test_sampling_backs_off_on_judged_code_and_comes_back_for_new_code():
+    """While every sample lands on code already judged (here an idle loop of
+    CLI and STI, which stay with the interpreter) the slices double up to
+    their limit; the first sample of other code brings the first rate back,
+    and the machine runs the same either way."""
+    idle = bytes.fromhex("FA FB FA EBFC")            # cli / l: sti / cli / jmp l
+    hot = bytes.fromhex("40 4B 75FC EBFA")           # l: inc ax / dec bx / jnz l / jmp l
+    code = idle + bytes(0x40 - len(idle)) + hot
+    cpu = make_cpu(code, 3, dict(slice_cycles=1000))
+    ref = make_cpu(code, 3)
+    tr = cpu.translator
+    assert tr.current_slice == 1000
+    for c in (cpu, ref):
+        c.run(c.cycles + 300_000)
+    assert tr.current_slice == tr.max_slice_cycles == 16_000
+    for c in (cpu, ref):
+        c.regs[S.IP] = IP0 + 0x40                     # over to the hot loop
+        c.run(c.cycles + 17_000)                      # one long slice, then a short one
+    assert tr.current_slice < tr.max_slice_cycles
+    assert_same(machine_state(cpu), machine_state(ref))

@@ -247,6 +247,11 @@ class Translator:
             if reason != EXIT_SAMPLE:
                 return reason
 
+    @property
+    def current_slice(self):
+        """The cycles of the next sampling slice (see ``slice_backoff``)."""
+        return self._slice
+
     def _look(self):
         table = self.table
         table[LOOK] = 0
