@@ -577,7 +577,9 @@ def test_sampling_backs_off_on_judged_code_and_comes_back_for_new_code():
     idle = bytes.fromhex("FA FB FA EBFC")            # cli / l: sti / cli / jmp l
     hot = bytes.fromhex("40 4B 75FC EBFA")           # l: inc ax / dec bx / jnz l / jmp l
     code = idle + bytes(0x40 - len(idle)) + hot
-    cpu = make_cpu(code, 3, dict(slice_cycles=1000))
+    # a budget that never refuses (the refusal depends on host time): the
+    # idle loop's places are judged at their first samples
+    cpu = make_cpu(code, 3, dict(slice_cycles=1000, compile_share=1000.0))
     ref = make_cpu(code, 3)
     tr = cpu.translator
     assert tr.current_slice == 1000
