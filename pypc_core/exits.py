@@ -17,7 +17,7 @@ def int_at(mem, cs, ip):
     def byte(n):
         return int(mem[((cs << 4) + ((ip + n) & 0xFFFF)) & 0xFFFFF])
     k = 0
-    while k < 16 and byte(k) in (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3):
+    while k < 16 and byte(k) in _PREFIXES:
         k += 1
     op = byte(k)
     if op == 0xCC:

@@ -174,8 +174,7 @@ class Translator:
         self.cpu = cpu
         self.threshold = threshold
         self.slice_cycles = slice_cycles          # the sampling rate while samples find news
-        # an eager translator (compile_budget False: tests) samples at one rate
-        self.max_slice_cycles = slice_cycles * (slice_backoff if compile_budget else 1)
+        self.max_slice_cycles = slice_cycles * slice_backoff
         self._slice = slice_cycles                # this slice's length
         self.compile_share = compile_share
         self.compile_per_emulated_s = compile_per_emulated_s
@@ -214,7 +213,7 @@ class Translator:
         # instructions executed in regions, region calls that executed any,
         # regions found changed, and a flag "look" (a long run, a change)
         # anonymous memory, zero until touched: np.zeros hands 8 MiB to the
-        # kernel's huge pages, zeroed at once, 3-4 ms of every machine's start
+        # kernel's huge pages, zeroed at once (about 1 ms of every machine's start)
         self.table = np.frombuffer(mmap.mmap(-1, (S.MEM_SIZE + 4) * 8), dtype=np.int64)
         self._core_args = (cpu.regs, cpu.mem, cpu.page_table, cpu.xflags, cpu.ctl,
                            cpu.effects, cpu.port_kind, cpu.port_io, self.table)
