@@ -98,7 +98,9 @@ def reference_out(mode, running, out, tc, reload, n_edges):
     modes 0/1 go high at the terminal count and stay; modes 4/5 strobe low
     for the one edge of it; mode 2 counts reload down to 1 and is low while
     the count is 1; mode 3 holds each level for its half of reload, the high
-    half the longer when reload is odd.  A stopped counter holds OUT."""
+    half the longer when reload is odd.  A stopped counter holds OUT where
+    its progress stopped (in modes 0/1/4/5, at the segment's start: already
+    at the terminal count when ``tc`` is 0)."""
     levels = []
     if mode in (2, 3):
         count, level, left = reload, out, None
@@ -122,8 +124,9 @@ def reference_out(mode, running, out, tc, reload, n_edges):
                 left = (reload + 1) // 2 if level else reload // 2
         return levels
     for n in range(n_edges):
-        done = running and tc is not None and n >= tc
-        strobe = running and tc is not None and n == tc
+        n = n if running else 0            # a stopped counter keeps its progress
+        done = tc is not None and n >= tc
+        strobe = tc is not None and n == tc
         if mode in (0, 1):
             levels.append(True if done else out)
         else:
