@@ -4,9 +4,10 @@ the adapter's text backing store (and a VGA's font plane), writes to the
 adapter's ports, and mode changes.
 
 How it records: the video card journals its memory write by write
-(``journal_start``: while recording, its window's pages call a compiled
-handler that logs every byte a write changes into a ``bus.journal.WriteLog``
--- CPU writes, REP STOSW included, and the firmware's and ``memory.write``'s
+(``journal_start``: while recording, every byte a write changes is logged
+into a ``bus.journal.WriteLog`` -- by the core itself for a card's RAM
+window (a CGA's), by the card's compiled window handler for a VGA's planes;
+CPU writes, REP STOSW included, and the firmware's and ``memory.write``'s
 alike); every write to the card's ports is journaled as it happens (the
 history observes the machine's port map while recording,
 ``PortMap.add_observer``, so ports the CPU would answer itself go through
@@ -36,7 +37,7 @@ import hashlib
 import numpy as np
 
 from pypc_core import hookimpl
-from pypc_core.bus.journal import FONT, TEXT, WriteLog, apply_entries
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, drain_into
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
 from pypc_core.rpc.parts import Counter
@@ -51,6 +52,8 @@ SLICE_CYCLES = 1 << 19               # 524,288 cycles, about 110 emulated ms, wh
 LOG_ENTRIES = 1 << 18
 KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
 KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
+# the card's log kinds are the events' codes (the drain copies them as they are)
+assert KIND_CODES["text"] == TEXT and KIND_CODES["font"] == FONT
 
 
 class HistoryIds(Counter):
@@ -86,6 +89,7 @@ class History:
         self._pm = None                 # the port map observed (this machine's)
         self._ports = set(p for p in video.declaration.ports)
         self.log = WriteLog(LOG_ENTRIES)
+        self._no_font = np.zeros(1, dtype=np.uint8)
         self.log.flush = self.drain
 
     def _mode(self):
@@ -98,28 +102,6 @@ class History:
         self.kind[row] = KIND_CODES[kind]
         self.address[row], self.old[row], self.new[row] = int(address), int(old), int(new)
         self.next_sequence += 1
-
-    def _add_many(self, kinds, address, old, new, clock):
-        """Append events from arrays (``clock`` too), in order (the latest
-        ``capacity`` stay)."""
-        n = len(kinds)
-        if n > self.capacity:
-            cut = n - self.capacity
-            self.next_sequence += cut
-            kinds, address, old, new = kinds[cut:], address[cut:], old[cut:], new[cut:]
-            clock = clock[cut:]
-            n = self.capacity
-        start = (self.next_sequence - 1) % self.capacity
-        first = min(n, self.capacity - start)         # up to the ring's end, then from 0
-        for lo, hi, src in ((start, start + first, slice(0, first)),
-                            (0, n - first, slice(first, n))):
-            if hi > lo:
-                self.clock[lo:hi] = clock[src]
-                self.kind[lo:hi] = kinds[src]
-                self.address[lo:hi] = address[src]
-                self.old[lo:hi] = old[src]
-                self.new[lo:hi] = new[src]
-        self.next_sequence += n
 
     @property
     def lost(self):
@@ -166,20 +148,15 @@ class History:
 
     def drain(self):
         """Turn what the card logged since the last drain into events, in
-        order, each at the cycle it was logged at."""
-        entries, lost = self.log.drain()
+        order, each at the cycle it was logged at (one compiled pass from
+        the log into the ring, the text and font copies kept current)."""
+        font = self.font if self.font is not None else self._no_font
+        n, lost = drain_into(self.log.words, self.clock, self.kind, self.address, self.old,
+                             self.new, self.next_sequence - 1, self.vram, font)
+        self.next_sequence += int(n)
         # the log filled inside one slice (it holds LOG_ENTRIES): those
         # writes are gone, and lost_events says so
-        self.never_recorded += lost
-        if not len(entries):
-            return
-        kinds, off, old, new, cycle = (entries[:, 0], entries[:, 1], entries[:, 2],
-                                       entries[:, 3], entries[:, 4])
-        apply_entries(entries, TEXT, self.vram)
-        if self.font is not None:
-            apply_entries(entries, FONT, self.font)
-        codes = np.where(kinds == TEXT, KIND_CODES["text"], KIND_CODES["font"]).astype(np.uint8)
-        self._add_many(codes, off, old, new, cycle)
+        self.never_recorded += int(lost)
 
     def catch_up(self):
         """Events for what the text (and font) memory holds that the journal

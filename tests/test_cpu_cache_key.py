@@ -26,3 +26,32 @@ def test_a_changed_state_module_invalidates_the_cached_core(tmp_path, monkeypatc
     (tmp_path / "state.py").write_text("C_CYCLES = 1\n")
     cache_key.invalidate_if_stale()                 # constants moved: recompile
     assert not any(f.exists() for f in stale) and other.exists()
+
+
+def test_a_module_is_recompiled_when_a_file_it_inlines_changes(tmp_path, monkeypatch):
+    # a card's planar.py inlines bus/journal.py's log_append: an edit of
+    # journal.py (not of planar.py, which numba checks) throws planar's cache away
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    mod = tmp_path / "planar.py"
+    dep = tmp_path / "journal.py"
+    mod.write_text("# planar\n")
+    dep.write_text("ENTRY_WORDS = 5\n")
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    stale = [cache / "planar.journaled_write-487.py311.nbi",
+             cache / "planar.journaled_write-487.py311.1.nbc"]
+    others = [cache / "journal.log_append-60.py311.nbi", cache / "core.run-1.py311.nbi"]
+
+    def compiled():
+        for f in stale + others:
+            f.write_bytes(b"x")
+
+    compiled()
+    cache_key.invalidate_if_stale(str(mod), depends=(str(dep),))       # no key yet
+    assert not any(f.exists() for f in stale) and all(f.exists() for f in others)
+    compiled()
+    cache_key.invalidate_if_stale(str(mod), depends=(str(dep),))       # unchanged: kept
+    assert all(f.exists() for f in stale)
+    dep.write_text("ENTRY_WORDS = 2\n")
+    cache_key.invalidate_if_stale(str(mod), depends=(str(dep),))       # the layout moved
+    assert not any(f.exists() for f in stale) and all(f.exists() for f in others)

@@ -198,13 +198,18 @@ def test_guest_writes_are_journaled_write_by_write_on_a_cga(c):
 
 
 def test_no_history_no_journal_and_the_window_is_plain_ram_again(cga, c):
-    from pypc_core.cpu.state import PG_HANDLER
-    pf = cga.machine.memory.page_flags
-    assert not any(pf[p] & PG_HANDLER for p in range(0xB8, 0xC0))
+    # the core journals the CGA's RAM itself (PG_JOURNAL pages: no handler
+    # call per write), and stopping gives back the page table exactly
+    from pypc_core.cpu.state import PG_HANDLER, PG_JOURNAL
+    mm = cga.machine.memory
+    pf = mm.page_flags
+    before = mm.page_table.copy()
+    assert not any(pf[p] & (PG_HANDLER | PG_JOURNAL) for p in range(0xB8, 0xC0))
     c.call("video.history.start")
-    assert all(pf[p] & PG_HANDLER for p in range(0xB8, 0xC0))
-    c.call("video.history.stop")
+    assert all(pf[p] & PG_JOURNAL for p in range(0xB8, 0xC0))
     assert not any(pf[p] & PG_HANDLER for p in range(0xB8, 0xC0))
+    c.call("video.history.stop")
+    assert (mm.page_table == before).all()
 
 
 def test_a_mode_change_between_writes(c):

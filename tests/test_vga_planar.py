@@ -206,3 +206,74 @@ def test_window_handler_ignores_op_bits_above_the_first():
     call(base, 0xA0010, 0x66, (99 << 1) | 1)
     assert list(planes[:, 0x10]) == [0x66] * 4
     assert call(base, 0xA0010, 0, 99 << 1) == 0x66
+
+
+# -- the journaled write: the same store as cpu_write, and exactly the changed
+# text and font bytes (a reference written the long way: three planes before
+# and after) --------------------------------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as hst  # noqa: E402
+
+from pypc_core.bus.journal import FONT, TEXT, WriteLog  # noqa: E402
+
+
+def _reference(planes, st, a, v):
+    off = planar.window_offset(st, a)
+    if off < 0:
+        return []
+    if st[planar.ST_CHAIN4]:
+        addr = off & (planar.PLANE_MASK & ~3)
+    elif st[planar.ST_OE_WRITE]:
+        addr = off & (planar.PLANE_MASK & ~1)
+    else:
+        addr = off & planar.PLANE_MASK
+    before = [int(planes[p, addr]) for p in range(3)]
+    planar.cpu_write(planes, st, a, v)
+    after = [int(planes[p, addr]) for p in range(3)]
+    if st[planar.ST_GC + 6] & 1:
+        return []
+    out = []
+    if addr < 0x8000 and addr % 2 == 0:
+        out += [(TEXT, addr + p, before[p], after[p]) for p in (0, 1) if before[p] != after[p]]
+    if before[2] != after[2]:
+        out.append((FONT, addr, before[2], after[2]))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(seq4=hst.sampled_from([0x02, 0x06, 0x0E, 0x04]), map_mask=hst.integers(0, 15),
+       gc5=hst.sampled_from([0x00, 0x10, 0x01, 0x02, 0x03, 0x18]),
+       gc6=hst.sampled_from([0x0E, 0x0C, 0x05, 0x04, 0x02]),
+       gc3=hst.sampled_from([0x00, 0x08, 0x03]), gc8=hst.sampled_from([0xFF, 0x0F]),
+       plain=hst.booleans(),
+       writes=hst.lists(hst.tuples(hst.integers(0, 0x1FFFF), hst.integers(0, 255)),
+                        min_size=1, max_size=64),
+       seed=hst.integers(0, 2**31))
+def test_journaled_write_is_cpu_write_and_logs_every_changed_byte(
+        seq4, map_mask, gc5, gc6, gc3, gc8, plain, writes, seed):
+    if plain:                  # a text mode's plain stores (the journal's fast path)
+        gc5, gc3, gc8 = gc5 & 0x10, 0, 0xFF
+    writes = [(0xA0000 + a, b) for a, b in writes]
+    cards = []
+    for _ in range(2):
+        v = VGA()
+        seq(v, 4, seq4)
+        seq(v, 2, map_mask)
+        gc(v, 5, gc5)
+        gc(v, 6, gc6)
+        gc(v, 3, gc3)
+        gc(v, 8, gc8)
+        rng = np.random.default_rng(seed)
+        v.planes[:, :] = rng.integers(0, 4, v.planes.shape, dtype=np.uint8)  # many equal bytes
+        cards.append(v)
+    ref, jv = cards
+    log = WriteLog(256)
+    want = []
+    for i, (a, b) in enumerate(writes):
+        want += [e + (i,) for e in _reference(ref.planes, ref.st, a, b)]
+        planar.journaled_write(jv.planes, jv.st, a, b, log.words, i)
+    entries, lost = log.drain()
+    assert lost == 0
+    assert [tuple(e) for e in entries.tolist()] == want
+    assert (ref.planes == jv.planes).all()
+    assert (ref.st == jv.st).all()

@@ -36,7 +36,14 @@ controller chapters):
 import numpy as np
 from numba import njit
 
-from pypc_core.bus.journal import FONT, TEXT, log_append, voidptr
+from pypc_core.bus.journal import (
+    ENTRY_KIND_SHIFT, ENTRY_OFFSET_SHIFT, ENTRY_WORDS, FONT, L_CAPACITY, L_COUNT, L_HEADER,
+    L_LOST, TEXT, recompile_with_the_log_layout, voidptr,
+)
+
+# the journaled writes below inline the log's layout: a change there must
+# recompile them, not reuse numba's cached copies
+recompile_with_the_log_layout(__file__)
 
 PLANE_SIZE = 0x10000
 PLANE_MASK = PLANE_SIZE - 1
@@ -483,7 +490,21 @@ def port_handler():
 # nothing while the graphics controller selects a graphics mode (GC 6 bit 0: graphics
 # memory is not journaled)
 
-@njit(**JIT)
+@njit(**dict(JIT, inline="always"))
+def _log(log, kind, offset, old, new, cycle):
+    # log_append, inlined into the handler (a call passing the arrays costs
+    # more than the append)
+    n = log[L_COUNT]
+    if n >= log[L_CAPACITY]:
+        log[L_LOST] += 1
+        return
+    e = L_HEADER + n * ENTRY_WORDS
+    log[e] = (kind << ENTRY_KIND_SHIFT) | (offset << ENTRY_OFFSET_SHIFT) | (old << 8) | new
+    log[e + 1] = cycle
+    log[L_COUNT] = n + 1
+
+
+@njit(**dict(JIT, inline="always"))
 def journaled_write(planes, st, a, v, log, cycle):
     off = window_offset(st, a)
     if off < 0:
@@ -494,6 +515,27 @@ def journaled_write(planes, st, a, v, log, cycle):
         addr = off & (PLANE_MASK & ~1)
     else:
         addr = off & PLANE_MASK
+    if st[ST_PLAIN] != 0 and st[ST_CHAIN4] == 0:
+        # a plain store (a text mode's every write): write_offset's plain
+        # path, comparing only the planes it writes
+        mm = st[ST_MAP_MASK]
+        if st[ST_OE_WRITE] != 0:
+            mm &= 5 << (off & 1)
+        st[ST_WRITES] += 1
+        v &= 0xFF
+        logging = (st[ST_GC + 6] & 1) == 0
+        text = addr < 0x8000 and (addr & 1) == 0
+        for p in range(4):
+            if mm & (1 << p):
+                b = np.int64(planes[p, addr])
+                planes[p, addr] = v
+                if b != v and logging:
+                    if p < 2:
+                        if text:
+                            _log(log, TEXT, addr + p, b, v, cycle)
+                    elif p == 2:
+                        _log(log, FONT, addr, b, v, cycle)
+        return
     b0 = np.int64(planes[0, addr])
     b1 = np.int64(planes[1, addr])
     b2 = np.int64(planes[2, addr])
@@ -503,13 +545,13 @@ def journaled_write(planes, st, a, v, log, cycle):
     if addr < 0x8000 and (addr & 1) == 0:
         n0 = np.int64(planes[0, addr])
         if n0 != b0:
-            log_append(log, TEXT, addr, b0, n0, cycle)
+            _log(log, TEXT, addr, b0, n0, cycle)
         n1 = np.int64(planes[1, addr])
         if n1 != b1:
-            log_append(log, TEXT, addr + 1, b1, n1, cycle)
+            _log(log, TEXT, addr + 1, b1, n1, cycle)
     n2 = np.int64(planes[2, addr])
     if n2 != b2:
-        log_append(log, FONT, addr, b2, n2, cycle)
+        _log(log, FONT, addr, b2, n2, cycle)
 
 
 @njit(**JIT)

@@ -1,28 +1,26 @@
 """Write journals: every byte of a memory window that a write changes, in
 program order, for a recorder (the RPC's ``video.history``).
 
-A journal is switched on by *overlaying* the window's pages with a handler
-(``MemoryMap.overlay_handler``): while it is on, every data access of the
-CPU to those pages calls a compiled handler that does what the page did
-before and appends ``(kind, offset, old, new, cycle)`` to a :class:`WriteLog`
-when a byte changes.  The handler is *clocked* (its pages are PG_CLOCKED):
-the core gives each write the cycle its instruction began at -- a REP
-string's, its iteration's -- in ``op >> 1``, so every entry carries its
-exact emulated time however long the log waits to be drained.  Switched off, the pages are exactly what they were: with
-no journal on, nothing on the CPU's path changes.
-
-* :class:`WriteLog` -- ``int64`` words: a header (entry count, capacity,
-  entries lost to a full log) and the entries.  The compiled side appends;
-  the Python side drains.  ``flush`` (set by the recorder) is called by
+* :class:`WriteLog` -- ``int64`` words in the core's journal layout
+  (``cpu.state`` JL_*/JE_*): a header (entry count, capacity, entries lost to
+  a full log) and entries of two words, ``kind | offset | old | new`` packed
+  and the emulated cycle of the write.  The compiled side appends; the
+  Python side drains.  ``flush`` (set by the recorder) is called by
   Python-side writers (firmware services, the RPC's ``memory.write``)
   before and after they write, so their entries come after the CPU's in
   order and the log never fills from Python.
 * :class:`RamJournal` -- a RAM window of ``size`` bytes seen ``copies``
-  times in a row (a CGA's 16 KiB at B8000h and again at BC000h): the
-  handler keeps every copy equal, as the alias pages did, and logs kind
-  ``TEXT`` with the offset in the first copy.  Logging can be paused
-  (``set_logging(False)``: a card in a graphics mode) while the handler
-  keeps writing.
+  times in a row (a CGA's 16 KiB at B8000h and again at BC000h), journaled
+  by the core itself: its pages are PG_JOURNAL, and a CPU write that
+  changes a byte appends the entry inline (two stores, no call), with the
+  cycle its instruction began at -- a REP string's, its iteration's.  The
+  copies stay equal through the pages' alias ring, as without a journal;
+  entries are kind ``TEXT`` with the offset in the first copy.  Logging can
+  be paused (``set_logging(False)``: a card in a graphics mode); the pages
+  are then plain RAM again.  Switched off, nothing on the CPU's path
+  changes.
+* A card whose window is a compiled handler (a VGA's planes) journals in its
+  handler: :func:`log_append` appends one entry from compiled code.
 * :func:`voidptr` -- an ``int64`` address as a numba ``voidptr``: a compiled
   handler reaches arrays (the log, ``mem``) whose addresses its context
   holds.
@@ -30,21 +28,34 @@ no journal on, nothing on the CPU's path changes.
 
 import numpy as np
 from llvmlite import ir
-from numba import carray, cfunc, njit, types
+from numba import njit, types
 from numba.extending import intrinsic
 
-from ..cpu.state import HANDLER_READ, MEM_SIZE
-from .memory import Handler
+from ..cpu.state import (
+    JE_KIND, JE_OFFSET, JE_WORDS, JL_CAPACITY, JL_COUNT, JL_HEADER, JL_LOST, PAGE_SHIFT,
+)
+from ..cpu import state as _state
+from ..cpu.cache_key import invalidate_if_stale
+
+invalidate_if_stale(__file__, depends=(_state.__file__,))    # the layout is frozen in
+
+
+def recompile_with_the_log_layout(module):
+    """For a module (a card's, given as its ``__file__``) whose cached
+    compiled code inlines the log's layout: throws numba's cache of it away
+    when this module or the core's layout changed (numba checks only the
+    module's own source).  Call it before the module's first compile."""
+    invalidate_if_stale(module, depends=(__file__, _state.__file__))
 
 # entry kinds (what the recorder makes of them is its business)
 TEXT = 1
 FONT = 2
 
-L_COUNT = 0          # entries in the log now
-L_CAPACITY = 1       # entries it holds
-L_LOST = 2           # entries the compiled side could not append (log full)
-L_HEADER = 8
-ENTRY_WORDS = 5      # kind, offset, old, new, cycle
+# the log's header words (the core's names, kept here for the log's users)
+L_COUNT, L_CAPACITY, L_LOST, L_HEADER = JL_COUNT, JL_CAPACITY, JL_LOST, JL_HEADER
+ENTRY_WORDS = JE_WORDS
+ENTRY_KIND_SHIFT, ENTRY_OFFSET_SHIFT = JE_KIND, JE_OFFSET    # word 0: kind, offset, old, new
+_OFFSET_MASK = (1 << (JE_KIND - JE_OFFSET)) - 1
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")
 
@@ -62,26 +73,75 @@ def voidptr(typingctx, address):
     return sig, codegen
 
 
+def entry_word(kind, offset, old, new):
+    """Word 0 of an entry (``cpu.state``'s JE_* layout)."""
+    return (kind << JE_KIND) | (offset << JE_OFFSET) | (old << 8) | new
+
+
 @njit(**JIT)
 def log_append(log, kind, offset, old, new, cycle):
+    """One entry into ``log`` (the words of a WriteLog), or one more lost."""
     n = log[L_COUNT]
     if n >= log[L_CAPACITY]:
         log[L_LOST] += 1
         return
     e = L_HEADER + n * ENTRY_WORDS
-    log[e] = kind
-    log[e + 1] = offset
-    log[e + 2] = old
-    log[e + 3] = new
-    log[e + 4] = cycle
+    log[e] = (kind << JE_KIND) | (offset << JE_OFFSET) | (old << 8) | new
+    log[e + 1] = cycle
     log[L_COUNT] = n + 1
+
+
+@njit(**JIT)
+def _unpack(words, n, out):
+    for i in range(n):
+        w = words[L_HEADER + i * ENTRY_WORDS]
+        out[i, 0] = (w >> JE_KIND) & 0xFF
+        out[i, 1] = (w >> JE_OFFSET) & _OFFSET_MASK
+        out[i, 2] = (w >> 8) & 0xFF
+        out[i, 3] = w & 0xFF
+        out[i, 4] = words[L_HEADER + i * ENTRY_WORDS + 1]
+
+
+@njit(**JIT)
+def drain_into(words, clock, kind, address, old, new, first_row, text, font):
+    """Move the log's entries into a recorder's ring of columns (``clock``,
+    ``kind``, ``address``, ``old``, ``new``, all of one length; the first
+    entry goes to row ``first_row``, the next ones after it, wrapping), and
+    store each entry's new byte into ``text`` (kind TEXT) or ``font`` (kind
+    FONT) at its offset: the recorder's copy of the memory kept current.
+    One pass, no temporaries.  Returns ``(entries, lost)``; the log is empty
+    afterwards."""
+    n = words[L_COUNT]
+    cap = clock.shape[0]
+    row = first_row % cap
+    for i in range(n):
+        w = words[L_HEADER + i * ENTRY_WORDS]
+        k = (w >> JE_KIND) & 0xFF
+        off = (w >> JE_OFFSET) & _OFFSET_MASK
+        b = w & 0xFF
+        clock[row] = words[L_HEADER + i * ENTRY_WORDS + 1]
+        kind[row] = k
+        address[row] = off
+        old[row] = (w >> 8) & 0xFF
+        new[row] = b
+        if k == TEXT:
+            text[off] = b
+        elif k == FONT:
+            font[off] = b
+        row += 1
+        if row == cap:
+            row = 0
+    lost = words[L_LOST]
+    words[L_COUNT] = 0
+    words[L_LOST] = 0
+    return n, lost
 
 
 @njit(**JIT)
 def apply_entries(entries, kind, array):
     """Store the ``new`` byte of every entry of ``kind`` in ``array`` at its
     offset, in order (a later write of a byte wins): a copy kept up to date
-    from drained entries."""
+    from drained entries (``WriteLog.drain``'s rows)."""
     for i in range(entries.shape[0]):
         if entries[i, 0] == kind:
             array[entries[i, 1]] = entries[i, 3]
@@ -107,12 +167,13 @@ class WriteLog:
         return self.capacity - int(self.words[L_COUNT])
 
     def drain(self):
-        """``(entries, lost)``: the entries (an ``int64[n, 5]`` copy of kind,
+        """``(entries, lost)``: the entries (an ``int64[n, 5]`` of kind,
         offset, old, new, cycle) since the last drain and how many were lost
         to a full log; the log is empty afterwards."""
         w = self.words
         n = int(w[L_COUNT])
-        entries = w[L_HEADER:L_HEADER + n * ENTRY_WORDS].reshape(n, ENTRY_WORDS).copy()
+        entries = np.zeros((n, 5), dtype=np.int64)
+        _unpack(w, n, entries)
         lost = int(w[L_LOST])
         w[L_COUNT] = 0
         w[L_LOST] = 0
@@ -134,11 +195,12 @@ class WriteLog:
             c = int(w[L_COUNT])
             rows = w[L_HEADER + c * ENTRY_WORDS:L_HEADER + (c + k) * ENTRY_WORDS].reshape(
                 k, ENTRY_WORDS)
-            rows[:, 0] = kind
-            rows[:, 1] = offsets[pos:pos + k]
-            rows[:, 2] = old[pos:pos + k]
-            rows[:, 3] = new[pos:pos + k]
-            rows[:, 4] = cycle
+            sl = slice(pos, pos + k)
+            rows[:, 0] = ((np.int64(kind) << JE_KIND)
+                          | (np.asarray(offsets[sl], dtype=np.int64) << JE_OFFSET)
+                          | (np.asarray(old[sl], dtype=np.int64) << 8)
+                          | np.asarray(new[sl], dtype=np.int64))
+            rows[:, 1] = cycle
             w[L_COUNT] = c + k
             pos += k
 
@@ -148,100 +210,57 @@ class WriteLog:
 
 
 # -- a RAM window and its copies ---------------------------------------------------------
-# context words of the compiled handler
-R_MEM = 0            # address of the memory map's ``mem``
-R_LOG = 1            # address of the WriteLog's words
-R_BASE = 2           # linear address of the first copy
-R_SIZE = 3           # bytes of one copy
-R_COPIES = 4         # copies in a row
-R_LOGGING = 5        # 1: log changes (0: write only)
-R_WORDS = 8
-
-_RAM_HANDLER = None
-
-
-def ram_handler():
-    """The compiled handler of a :class:`RamJournal` (built once, cached
-    on disk by numba)."""
-    global _RAM_HANDLER
-    if _RAM_HANDLER is None:
-        sig = types.int64(types.voidptr, types.int64, types.int64, types.int64)
-
-        @cfunc(sig, nopython=True, cache=True, error_model="numpy")
-        def handler(ctx, a, v, op):
-            c = carray(ctx, (R_WORDS,), np.int64)
-            mem = carray(voidptr(c[R_MEM]), (MEM_SIZE,), np.uint8)
-            if (op & 1) == 0:
-                return np.int64(mem[a])
-            base = c[R_BASE]
-            size = c[R_SIZE]
-            off = (a - base) & (size - 1)          # size is a power of two
-            old = np.int64(mem[base + off])
-            v &= 0xFF
-            for k in range(c[R_COPIES]):
-                mem[base + k * size + off] = v
-            if old != v and c[R_LOGGING] != 0:
-                log = carray(voidptr(c[R_LOG]), (L_HEADER,), np.int64)
-                cap = log[L_CAPACITY]
-                log = carray(voidptr(c[R_LOG]), (L_HEADER + cap * ENTRY_WORDS,), np.int64)
-                log_append(log, TEXT, off, old, v, op >> 1)     # op >> 1: the cycle
-            return 0
-
-        _RAM_HANDLER = handler
-    return _RAM_HANDLER
-
-
 class RamJournal:
     """A journal on ``copies`` consecutive copies of a ``size``-byte RAM
     window at ``base`` of ``memory`` (a MemoryMap), logging into ``log``.
-    ``start()`` overlays the pages, ``stop()`` gives them back."""
+    The copies must be one alias ring (``MemoryMap.map_alias``): the core
+    keeps them equal.  ``start()`` makes the pages log, ``stop()`` gives
+    them back as they were."""
 
     def __init__(self, memory, base, size, copies, log, owner="journal"):
-        if size <= 0 or size & (size - 1):
-            raise ValueError(f"{owner}: a journaled RAM window is a power of two bytes, "
-                             f"not {size}")
+        if size <= 0 or size & (size - 1) or size % (1 << PAGE_SHIFT):
+            raise ValueError(f"{owner}: a journaled RAM window is a power of two "
+                             f"bytes of whole pages, not {size}")
+        first = base >> PAGE_SHIFT
+        per = size >> PAGE_SHIFT
+        self.pages = range(first, first + per * copies)
+        for i in range(per):
+            ring = set(memory.alias_ring(first + i))
+            want = {first + i + k * per for k in range(copies)}
+            if not want <= ring:
+                raise ValueError(f"{owner}: the {copies} copies of the window at "
+                                 f"{base:#07x} are not one alias ring")
         self.memory = memory
         self.base, self.size, self.copies = base, size, copies
         self.log = log
-        self.ctx = np.zeros(R_WORDS, dtype=np.int64)
-        self.ctx[R_MEM] = memory.mem.ctypes.data
-        self.ctx[R_LOG] = log.address
-        self.ctx[R_BASE], self.ctx[R_SIZE], self.ctx[R_COPIES] = base, size, copies
-        self.ctx[R_LOGGING] = 1
         self.owner = owner
-        cf = ram_handler()
-        self.handler = Handler(cf.address, self.ctx.ctypes.data, self._call,
-                               keep=(cf, self.ctx, log.words), clocked=True)
-        self.handler.write_block = self.write_block
+        self.logging = True
         self.on = False
 
+    def _entry_base(self, page):
+        return entry_word(TEXT, ((page << PAGE_SHIFT) - self.base) & (self.size - 1), 0, 0)
+
     def set_logging(self, on):
-        self.ctx[R_LOGGING] = 1 if on else 0
+        self.logging = bool(on)
+        if self.on:
+            self.memory.set_journal_logging(self.pages, self.logging)
 
     def start(self):
         if not self.on:
-            self.memory.overlay_handler(self.base, self.size * self.copies, self.handler)
+            self.memory.journal_pages(self.pages, self.log.address, self._entry_base, self)
             self.on = True
+            self.memory.set_journal_logging(self.pages, self.logging)
 
     def stop(self):
         if self.on:
-            self.memory.remove_overlay(self.base, self.size * self.copies)
+            self.memory.unjournal_pages(self.pages)
             self.on = False
 
-    # -- the Python side (the bus's own reads and writes go through here) ---------------
-    def _call(self, ctx, address, value, op):
-        if op & 1 == HANDLER_READ:
-            return int(self.memory.mem[address])
-        self._write(address, np.array([value & 0xFF], dtype=np.uint8), op >> 1)
-        return 0
-
+    # -- the Python side (the bus's own writes go through here while logging) -----------
     def write_block(self, address, data):
         """Bytes from Python at ``address`` (inside one 4 KiB page of the
         window), now: each copy gets them, and the changed ones are logged
         after whatever the CPU logged before, at the machine's cycle."""
-        self._write(address, data, self.memory.clock())
-
-    def _write(self, address, data, cycle):
         mem = self.memory.mem
         off = (address - self.base) & (self.size - 1)
         n = len(data)
@@ -250,10 +269,10 @@ class RamJournal:
         new = np.asarray(data, dtype=np.uint8)
         for k in range(self.copies):
             mem[first + k * self.size:first + k * self.size + n] = new
-        if self.ctx[R_LOGGING]:
+        if self.logging:
             changed = np.nonzero(old != new)[0]
             if len(changed):
                 self.log.flush_now()
                 self.log.append_many(TEXT, changed + off, old[changed].astype(np.int64),
-                                     new[changed].astype(np.int64), cycle)
+                                     new[changed].astype(np.int64), self.memory.clock())
                 self.log.flush_now()

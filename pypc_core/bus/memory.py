@@ -24,6 +24,10 @@ Page kinds:
   either compiled (a numba ``cfunc``: a few nanoseconds a call) or a Python
   function behind a ctypes callback (the GIL is taken for each call, about
   0.2 microseconds).  Instruction fetches read the window's bytes in ``mem``.
+
+RAM pages can also be *journaled* for a while (``journal_pages``, a
+``bus.journal.RamJournal``): the core appends every byte a write changes to
+a write journal's log itself (``PG_JOURNAL``), reads stay plain loads.
 """
 
 import ctypes
@@ -32,7 +36,8 @@ import numpy as np
 
 from ..cpu.state import (
     HANDLER_READ, HANDLER_WRITE, MEM_SIZE, PAGE_COUNT, PAGE_SHIFT, PAGE_TABLE_SIZE,
-    PG_ALIAS, PG_CLOCKED, PG_HANDLER, PG_READONLY, PT_CTX, PT_FN, PT_TWIN,
+    PG_ALIAS, PG_CLOCKED, PG_HANDLER, PG_JOURNAL, PG_READONLY, PT_CTX, PT_FN, PT_JENTRY,
+    PT_JLOG, PT_TWIN,
 )
 
 PAGE_SIZE = 1 << PAGE_SHIFT
@@ -150,6 +155,7 @@ class MemoryMap:
         self.page_owner = [None] * PAGE_COUNT
         self._handlers = {}              # page -> Handler
         self._overlaid = {}              # page -> (PG_HANDLER|PG_CLOCKED bits, fn, ctx, handler) under an overlay
+        self._journals = {}              # page -> its write journal (PG_JOURNAL while it logs)
         self.handler_error = None        # first exception a Python handler raised
         # the emulated cycle now (the machine sets it): the clock of the bus's
         # own writes through a clocked handler (a write journal)
@@ -291,6 +297,43 @@ class MemoryMap:
                 self._handlers[p] = h
             self.page_flags[p] = (self.page_flags[p] & ~(PG_HANDLER | PG_CLOCKED)) | bits
 
+    def journal_pages(self, pages, log_address, entry_base, journal):
+        """Journal the RAM ``pages`` (page numbers) into the log at
+        ``log_address`` (``cpu.state`` JL_*/JE_*): each CPU write that
+        changes a byte appends ``entry_base(page)`` plus the byte's offset
+        in the page, the old and the new byte, and the cycle -- inside the
+        core, no call.  ``journal.write_block(address, data)`` takes the
+        bus's own writes to these pages while they log.  Logging starts off
+        (``set_journal_logging``); ``unjournal_pages`` ends it."""
+        pages = list(pages)
+        for p in pages:
+            if self.page_kind[p] not in (KIND_RAM, KIND_DEVICE, KIND_ALIAS) or \
+                    self.page_flags[p] & PG_HANDLER:
+                raise MemoryMapError(f"journal: page {p << PAGE_SHIFT:05X}h is "
+                                     f"{self.page_kind[p]}, not RAM")
+            if p in self._journals:
+                raise MemoryMapError(f"journal: page {p << PAGE_SHIFT:05X}h is journaled already")
+        for p in pages:
+            self.page_table[PT_JLOG + p] = log_address
+            self.page_table[PT_JENTRY + p] = entry_base(p)
+            self._journals[p] = journal
+
+    def set_journal_logging(self, pages, on):
+        """Journaled ``pages`` log (PG_JOURNAL) or are plain RAM again."""
+        for p in pages:
+            if p in self._journals:
+                if on:
+                    self.page_flags[p] |= PG_JOURNAL
+                else:
+                    self.page_flags[p] &= ~PG_JOURNAL
+
+    def unjournal_pages(self, pages):
+        for p in pages:
+            if self._journals.pop(p, None) is not None:
+                self.page_flags[p] &= ~PG_JOURNAL
+                self.page_table[PT_JLOG + p] = 0
+                self.page_table[PT_JENTRY + p] = 0
+
     def unmap(self, base, size):
         for p in range(base >> PAGE_SHIFT, (base + size) >> PAGE_SHIFT):
             ring = self.alias_ring(p)
@@ -300,6 +343,7 @@ class MemoryMap:
                 if len(ring) == 2:
                     self.page_flags[prev] &= ~PG_ALIAS
             self._handlers.pop(p, None)
+            self.unjournal_pages((p,))
             self.page_table[PT_FN + p] = 0
             self.page_table[PT_CTX + p] = 0
             self.page_table[PT_TWIN + p] = 0
@@ -353,7 +397,9 @@ class MemoryMap:
             page = a >> PAGE_SHIFT
             h = self._handlers.get(page) if not force else None
             block = getattr(h, "write_block", None) if h is not None else None
-            if block is not None and self.page_flags[page] & PG_HANDLER:
+            if not force and self.page_flags[page] & PG_JOURNAL:
+                block = self._journals[page].write_block
+            if block is not None and self.page_flags[page] & (PG_HANDLER | PG_JOURNAL):
                 # a handler that takes a run of bytes (a write journal)
                 k = min(n - i, PAGE_SIZE - (a & (PAGE_SIZE - 1)))
                 block(a, np.frombuffer(data[i:i + k], dtype=np.uint8))

@@ -1,4 +1,5 @@
-"""Calling a compiled handler whose address is data.
+"""Calling a compiled handler whose address is data (and the words of a
+write journal's log, whose address is data too).
 
 A device may give the core a C function (a numba ``cfunc``, or a ctypes
 callback into Python) for a port or a memory window.  The core keeps only its
@@ -50,5 +51,35 @@ def call_region(typingctx, fn, regs, mem, pf, xf, ctl, cycles, deadline, entry):
         fnty = ir.FunctionType(i64, [i64] * 8)
         target = builder.inttoptr(args[0], fnty.as_pointer())
         return builder.call(target, list(args[1:]))
+
+    return sig, codegen
+
+
+@intrinsic
+def load_word(typingctx, address):
+    """The int64 at ``address`` (a write journal's log, whose address is data
+    in the page table as a handler's is)."""
+    if address != types.int64:
+        return None
+    sig = types.int64(types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        return builder.load(builder.inttoptr(args[0], i64.as_pointer()))
+
+    return sig, codegen
+
+
+@intrinsic
+def store_word(typingctx, address, value):
+    """Store the int64 ``value`` at ``address``."""
+    if address != types.int64 or value != types.int64:
+        return None
+    sig = types.void(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        builder.store(args[1], builder.inttoptr(args[0], i64.as_pointer()))
+        return context.get_dummy_value()
 
     return sig, codegen

@@ -55,6 +55,8 @@ from .state import (
 # generic fast paths: memory handlers and aliases, ports answered in the core
 from .state import (
     PG_ALIAS, PG_HANDLER, PG_CLOCKED, PT_TWIN, PT_FN, PT_CTX, HANDLER_READ, HANDLER_WRITE,
+    PG_JOURNAL, PT_JLOG, PT_JENTRY, JL_COUNT, JL_CAPACITY, JL_LOST, JL_HEADER, JE_WORDS,
+    JE_OFFSET,
     PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_COUNTER, PORT_STAMP,
     PORT_ONESHOT, PORT_CALL, PORT_TIMER, PIO_POOL, PIO_SIZE,
     R_EPOCH, R_LINE, R_HDISP, R_FRAME, R_VDISP, R_VS0, R_VS1, R_CONST, R_BLANK,
@@ -63,7 +65,7 @@ from .state import (
     T_LATCHED, T_LATCH, T_READS, T_DIV,
     O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
 )
-from .callptr import call_handler, call_region
+from .callptr import call_handler, call_region, load_word, store_word
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
@@ -153,6 +155,21 @@ def rb(regs, mem, pf, xf, ctl, eff, a):
 
 
 @njit(**JIT)
+def _journal(pf, page, a, old, new, cycle):
+    # one entry in the page's write journal (see state.py: JL_*, JE_*), or
+    # one more lost if the log is full (the recorder drains it in time)
+    log = pf[PT_JLOG + page]
+    n = load_word(log + 8 * JL_COUNT)
+    if n >= load_word(log + 8 * JL_CAPACITY):
+        store_word(log + 8 * JL_LOST, load_word(log + 8 * JL_LOST) + 1)
+        return
+    e = log + 8 * (JL_HEADER + JE_WORDS * n)
+    store_word(e, pf[PT_JENTRY + page] + ((a & 0xFFF) << JE_OFFSET) + (old << 8) + new)
+    store_word(e + 8, cycle)
+    store_word(log + 8 * JL_COUNT, n + 1)
+
+
+@njit(**JIT)
 def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
     page = a >> 12
     p = pf[page]
@@ -174,6 +191,8 @@ def _wb_slow(regs, mem, pf, xf, ctl, eff, a, v):
                     break
                 mem[(q << 12) | off] = v
                 q = pf[PT_TWIN + q]
+        if p & PG_JOURNAL and old != v & 0xFF:
+            _journal(pf, page, a, old, v & 0xFF, ctl[C_NOW])
     if p & PG_RECORD:
         _record(ctl, eff, EFF_MEM_WRITE, a, v & 0xFF, old)
     if xf[a] & XF_WATCH_W:

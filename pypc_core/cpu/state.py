@@ -127,6 +127,8 @@ PG_ALIAS = 0x10       # a write also lands in the page's alias ring (PT_TWIN)
 PG_HANDLER = 0x20     # data reads and writes call the page's handler (PT_FN, PT_CTX)
 PG_CLOCKED = 0x40     # ... and its writes carry their cycle (C_NOW) in op >> 1, as a port
                       # handler's do (a write journal); other handlers get op == HANDLER_WRITE
+PG_JOURNAL = 0x80     # a RAM page (never PG_HANDLER) whose writes that change a byte are
+                      # appended to a write journal's log (PT_JLOG, PT_JENTRY; layout below)
 
 # The page table handed to the core: ``int64[PAGE_TABLE_SIZE]``.  The first
 # PAGE_COUNT words are the PG_* flags of each page; then, per page, one word
@@ -134,7 +136,24 @@ PG_CLOCKED = 0x40     # ... and its writes carry their cycle (C_NOW) in op >> 1,
 PT_TWIN = PAGE_COUNT          # PG_ALIAS: the next page of the ring of copies
 PT_FN = 2 * PAGE_COUNT        # PG_HANDLER: address of the handler function
 PT_CTX = 3 * PAGE_COUNT       # PG_HANDLER: the handler's context pointer
-PAGE_TABLE_SIZE = 4 * PAGE_COUNT
+PT_JLOG = 4 * PAGE_COUNT      # PG_JOURNAL: address of the journal log's int64 words
+PT_JENTRY = 5 * PAGE_COUNT    # PG_JOURNAL: the page's entry base (kind, its offset in the window)
+PAGE_TABLE_SIZE = 6 * PAGE_COUNT
+
+# A write journal's log (``int64`` words; the core appends for PG_JOURNAL pages,
+# a card's compiled handler may append too, Python drains): a header, then
+# entries of JE_WORDS words -- word 0 ``kind << JE_KIND | offset << JE_OFFSET |
+# old << 8 | new`` (the byte before and after, the offset in the journaled
+# window), word 1 the emulated cycle of the write.  A page's PT_JENTRY is word
+# 0 of its first byte with old and new zero: the core adds ``(a & 0xFFF) <<
+# JE_OFFSET``, old and new, so logging a byte is a few adds and two stores.
+JL_COUNT = 0          # entries in the log now
+JL_CAPACITY = 1       # entries it holds
+JL_LOST = 2           # entries that found the log full (not appended)
+JL_HEADER = 8         # the first entry's word
+JE_WORDS = 2
+JE_OFFSET = 16        # offset bits 16..55
+JE_KIND = 56          # kind bits 56..63
 # A memory handler is a C function int64 handler(void *ctx, int64 address,
 # int64 value, int64 op): op HANDLER_READ returns the byte at the linear
 # address, op HANDLER_WRITE stores ``value`` (the result is ignored).  A
