@@ -1776,12 +1776,21 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
     step_left = ctl[C_STEP]
     inhibit = ctl[C_INHIBIT] != 0     # survives the end of a run
     exit_reason = 0
+    # Something for the boundary to look at: an IN's answer, an NMI, the INTR
+    # line, a halted CPU or an interrupt shadow.  Only Python sets those
+    # words, between runs (inside a run the core itself clears them, and
+    # HLT exits), so one test of a local covers them while none is set.
+    attention = (ctl[C_IO_READY] | ctl[C_NMI] | ctl[C_INTR] | ctl[C_HALTED]) != 0 or inhibit
     while True:
         # ---------------- instruction boundary ----------------
         # An IN answered by Python re-executes with nothing in between: no
         # interrupt may take its value, no breakpoint or trap may stop it.
-        io_resume = ctl[C_IO_READY] != 0
-        if not io_resume:
+        io_resume = attention and ctl[C_IO_READY] != 0
+        if not attention:
+            if cycles >= deadline:
+                exit_reason = EXIT_BUDGET
+                break
+        elif not io_resume:
             if cycles >= deadline:
                 exit_reason = EXIT_BUDGET
                 break
@@ -2070,6 +2079,11 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
         insns += 1
         if status == ST_INHIBIT:
             inhibit = True
+            attention = True
+        elif attention:
+            # (an IN consumed its answer, an NMI was taken, the shadow passed)
+            attention = ((ctl[C_IO_READY] | ctl[C_NMI] | ctl[C_INTR] | ctl[C_HALTED]) != 0
+                         or inhibit)
         if tf and not inhibit:
             cycles += interrupt(regs, mem, pf, xf, ctl, eff, 1, np.int64(regs[IP]))
         if status == ST_IO_OUT:
