@@ -6,6 +6,7 @@ import numpy as np
 
 from . import state as S
 from . import core, numba_start
+from .compiled_entry import compiled_entry
 from .registers import Registers
 
 
@@ -35,6 +36,8 @@ class Cpu:
         self.tracing = False       # mirrors ctl[C_TRACE] != 0 (read on every run)
         self.r = Registers(self.regs)
         self.translator = None     # a translator.Translator once ``translate()`` is on
+        self._run_entry = None     # core.run's compiled entry for these arrays (see run)
+        self._interrupt_entry = None   # core.interrupt's (see interrupt)
 
     # -- the block translator ---------------------------------------------------
     def translate(self, **options):
@@ -59,8 +62,13 @@ class Cpu:
             return core.run_traced(self.regs, self.mem, self.page_table, self.xflags,
                                    self.ctl, self.effects, self.port_kind, self.port_io,
                                    self.trace_buf)
-        return core.run(self.regs, self.mem, self.page_table, self.xflags,
-                        self.ctl, self.effects, self.port_kind, self.port_io)
+        run = self._run_entry
+        if run is None:
+            run = self._run_entry = compiled_entry(
+                core.run, self.regs, self.mem, self.page_table, self.xflags,
+                self.ctl, self.effects, self.port_kind, self.port_io)
+        return run(self.regs, self.mem, self.page_table, self.xflags,
+                   self.ctl, self.effects, self.port_kind, self.port_io)
 
     def _run(self, until_cycle):
         # one run of the core with the translator on and no slices (the
@@ -119,8 +127,13 @@ class Cpu:
         ip = int(self.regs[S.IP]) if return_ip is None else return_ip
         self.ctl[S.C_HALTED] = 0
         self.ctl[S.C_NOW] = self.ctl[S.C_CYCLES]     # the pushes' cycle
-        cycles = core.interrupt(self.regs, self.mem, self.page_table, self.xflags,
-                                self.ctl, self.effects, vector, ip)
+        enter = self._interrupt_entry
+        if enter is None:
+            enter = self._interrupt_entry = compiled_entry(
+                core.interrupt, self.regs, self.mem, self.page_table, self.xflags,
+                self.ctl, self.effects, 0, 0)
+        cycles = enter(self.regs, self.mem, self.page_table, self.xflags,
+                       self.ctl, self.effects, vector, ip)
         self.ctl[S.C_CYCLES] += cycles
         self.ctl[S.C_INSTRUCTIONS] += 1
 

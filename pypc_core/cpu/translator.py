@@ -51,6 +51,7 @@ from . import state as S
 from numba.core.compiler_lock import global_compiler_lock
 
 from . import blockgen, region_cache
+from .compiled_entry import compiled_entry
 from .core import EXIT_LOOK, EXIT_SAMPLE, run_sliced as _run_sliced
 from .state import C_CYCLES, CPU_HZ, CS, IP, XF_BLOCK
 
@@ -217,6 +218,7 @@ class Translator:
         self.table = np.frombuffer(mmap.mmap(-1, (S.MEM_SIZE + 4) * 8), dtype=np.int64)
         self._core_args = (cpu.regs, cpu.mem, cpu.page_table, cpu.xflags, cpu.ctl,
                            cpu.effects, cpu.port_kind, cpu.port_io, self.table)
+        self._run_sliced = None          # run_sliced's compiled entry (see Cpu.run)
         self.regions = OrderedDict()     # key (cs, ip) -> Region
         self._owner = {}                 # pc -> Region entered there
         self._samples = {}
@@ -234,8 +236,12 @@ class Translator:
         with the translator on; the slicing, and the choices for a halted
         CPU and a step, are the core's ``run_sliced``, so a run that ends at
         an exit before its first slice does, as most do, costs one call)."""
+        run_sliced = self._run_sliced
+        if run_sliced is None:
+            run_sliced = self._run_sliced = compiled_entry(
+                _run_sliced, *self._core_args, np.int64(until_cycle), np.int64(self._slice))
         while True:
-            reason = _run_sliced(*self._core_args, until_cycle, self._slice)
+            reason = run_sliced(*self._core_args, until_cycle, self._slice)
             if reason < EXIT_SAMPLE:
                 return reason
             if reason & EXIT_LOOK:
