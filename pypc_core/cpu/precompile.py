@@ -1,0 +1,92 @@
+"""A cold numba cache compiles the 8088 core on two host cores.
+
+Compiling ``core.run`` from an empty cache takes some 28 s here, one core
+busy: ``run``'s own body about 11 s, and before it the opcode families it
+calls (``op_misc_common`` 6.6 s, ``op_misc`` 3.9, ``op_group3`` 2.9,
+``op_string`` 2.9, ...), each compiled and cached as a function of its own.
+The families do not depend on each other, so when the cache is cold and the
+host has a second core, :func:`compile_cold` has a helper process
+(``python -m pypc_core.cpu.precompile``) compile :data:`HELPER_SHARE` into
+the same cache while this process compiles :data:`OWN_SHARE`; then ``run``
+is compiled here, loading the helper's families from the cache (numba looks
+in its cache before compiling a callee).  Cache files are written whole and
+renamed into place by numba, so the two processes never see each other's
+half-written files.
+
+Nothing here changes what is compiled: the signatures are the ones ``run``
+calls the families with (a test checks that ``run`` finds them in the cache
+rather than compiling them again).  A warm cache, one core, numba's JIT
+disabled or any failure of the helper leave the ordinary path: ``run``
+compiles whatever it does not find.
+"""
+
+import os
+import subprocess
+import sys
+
+from . import core
+
+# the families the helper compiles (~7 s, and ~1 s to start) and the ones
+# compiled here (~9.5 s) while it does; ``run``'s own body follows here
+HELPER_SHARE = ("op_misc_common", "op_shift")
+OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string")
+
+
+def _signatures():
+    from numba import types
+    u8 = types.Array(types.uint8, 1, "C")
+    i64a = types.Array(types.int64, 1, "C")
+    # regs, r8, mem, pf, xf, ctl, eff: every family's first arguments
+    state = (types.Array(types.uint16, 1, "C"), u8, u8, i64a, u8, i64a,
+             types.Array(types.int64, 2, "C"))
+    i = types.int64
+    return {
+        # op, ip, csb, sov
+        "op_misc_common": state + (i,) * 4,
+        "op_group45": state + (i,) * 4,
+        "op_shift": state + (i,) * 4,
+        # op, ip, csb, sov, rep, start_ip
+        "op_group3": state + (i,) * 6,
+        # pk, pio, then op, ip, csb, sov, start_ip, now
+        "op_misc": state + (u8, i64a) + (i,) * 6,
+        # op, ip, sov, rep, start_ip, last_prefix_ip, now, deadline, resumed
+        "op_string": state + (i,) * 8 + (types.boolean,),
+    }
+
+
+def compile_families(names):
+    """Compile (or load from the cache) each family of ``names`` for the
+    signature ``run`` calls it with."""
+    sigs = _signatures()
+    for name in names:
+        getattr(core, name).compile(sigs[name])
+
+
+def cache_is_cold():
+    """True when ``core.run`` has no cache index yet (numba's first compile
+    of it in this cache folder).  A stale index (an edited core) counts as
+    warm here: the ordinary path compiles it, only on one core."""
+    try:
+        return not os.path.exists(core.run._cache._cache_file._index_path)
+    except AttributeError:           # numba without these internals, or JIT off
+        return False
+
+
+def compile_cold():
+    """If the cache is cold and the host has two cores: the families
+    compiled in two processes at once, before ``run`` needs them.  Returns
+    True when it did that."""
+    if not cache_is_cold() or (os.cpu_count() or 1) < 2:
+        return False
+    helper = subprocess.Popen([sys.executable, "-m", "pypc_core.cpu.precompile"],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    try:
+        compile_families(OWN_SHARE)
+    finally:
+        helper.wait()                # (its failure only means run compiles them)
+    return True
+
+
+if __name__ == "__main__":
+    compile_families(HELPER_SHARE)
