@@ -549,15 +549,23 @@ class Controller:
         once ``target`` is reached, or after ``wall_timeout`` host seconds
         while the machine is paused (the caller's loop goes on: redraw,
         timeouts, Ctrl-C)."""
-        ctl = self.cpu.ctl
+        cpu = self.cpu
         end = None
         while True:
             self.service()
+            if self.cpu is not cpu:
+                # another machine was adopted (a session's program, a
+                # restore): the cycles still to go carry over to its clock
+                # (comparing the old machine's clock with ``target`` ran
+                # the new one one cycle a slice, for ever)
+                left = max(0, target - int(cpu.ctl[S.C_CYCLES]))
+                cpu = self.cpu
+                target = int(cpu.ctl[S.C_CYCLES]) + left
             if self.pending_step is not None:
                 self._step()
                 continue
             if self.running:
-                if int(ctl[S.C_CYCLES]) >= target:
+                if int(cpu.ctl[S.C_CYCLES]) >= target:
                     return
                 self._run_slice(target)
                 continue
