@@ -5,6 +5,7 @@ real server on a free port of 127.0.0.1, and runs the machine loop in a
 thread.  ``Client`` talks to it over a socket; every result it receives is
 checked against the method's schema (``schemas/``)."""
 
+import contextlib
 import itertools
 import json
 import socket
@@ -124,6 +125,24 @@ def warm_up_core():
     cpu = Cpu()
     cpu.step()
     cpu.interrupt(0)
+
+
+@contextlib.contextmanager
+def served(controller, methods):
+    """The real server for ``controller`` with ``methods`` (a test may add
+    its own) on a free port, and the machine loop in a thread, for the
+    ``with`` block; yields the server."""
+    from pypc_core.rpc.server import RpcServer
+    srv = RpcServer(controller, methods, port=0).start()
+    stop = threading.Event()
+    loop = threading.Thread(target=controller.serve_forever, args=(stop,), daemon=True)
+    loop.start()
+    try:
+        yield srv
+    finally:
+        stop.set()
+        loop.join(timeout=30)
+        srv.close()
 
 
 class RpcFixture:

@@ -20,8 +20,8 @@ from pypc_core import rpc
 from pypc_core.machine import Machine, MachineConfig
 from pypc_core.plugins import DEVICE_GROUP, PluginManager
 from pypc_core.rpc.controller import Controller
-from pypc_core.rpc.server import RpcServer, collect_methods
-from rpc_client import Client, RpcFixture, warm_up_core
+from pypc_core.rpc.server import collect_methods
+from rpc_client import Client, RpcFixture, served, warm_up_core
 from rpc_fixtures import c  # noqa: F401  (a fixture)
 
 AVAILABLE = set(PluginManager().available(DEVICE_GROUP))
@@ -176,22 +176,16 @@ def test_handler_failure_is_32603_and_the_server_keeps_serving():
     ctl = Controller(m)
     methods = collect_methods(m.plugin_manager)
     methods["audit.broken"] = broken
-    srv = RpcServer(ctl, methods, port=0).start()
-    stop = threading.Event()
-    t = threading.Thread(target=ctl.serve_forever, args=(stop,), daemon=True)
-    t.start()
-    cl = Client(srv.port, srv.schemas)
-    try:
-        err = cl.error("audit.broken", {})
-        assert err["code"] == -32603 and err["data"]["reason"] == "INTERNAL_ERROR"
-        assert "boom" in err["message"]
-        assert cl.call("session.status")["session_id"] == "pypc"
-    finally:
-        cl.close()
-        stop.set()
-        t.join(timeout=30)
-        srv.close()
-        m.close()
+    with served(ctl, methods) as srv:
+        cl = Client(srv.port, srv.schemas)
+        try:
+            err = cl.error("audit.broken", {})
+            assert err["code"] == -32603 and err["data"]["reason"] == "INTERNAL_ERROR"
+            assert "boom" in err["message"]
+            assert cl.call("session.status")["session_id"] == "pypc"
+        finally:
+            cl.close()
+            m.close()
 
 
 def test_non_ascii_utf8_in_a_request_is_read_as_utf8(c):

@@ -6,12 +6,10 @@ It compared the old machine's clock with a target on that clock, so a run
 started on the new machine within the same loop call went one cycle a
 slice, for ever (a whole-suite run of test_rpc_session_stop.py hung so)."""
 
-import threading
-
 from pypc_core.machine import Machine, MachineConfig
 from pypc_core.rpc.controller import Controller
-from pypc_core.rpc.server import RpcServer, collect_methods
-from rpc_client import Client, warm_up_core
+from pypc_core.rpc.server import collect_methods
+from rpc_client import Client, served, warm_up_core
 
 CPU_NS = 1_000_000_000
 
@@ -31,24 +29,18 @@ def test_a_run_started_on_an_adopted_machine_inside_the_loop_finishes(tmp_path):
     adopt_and_run.rpc_schema = {"params": {"type": "object"}, "result": {"type": "object"}}
     methods = collect_methods(first.plugin_manager)
     methods["test.adopt_and_run"] = adopt_and_run
-    srv = RpcServer(ctl, methods, port=0).start()
-    stop = threading.Event()
-    loop = threading.Thread(target=ctl.serve_forever, args=(stop,), daemon=True)
-    loop.start()
-    cl = Client(srv.port)
-    try:
-        clock = second.clock()
-        op = cl.call("test.adopt_and_run", {})["operation_id"]
-        # one emulated second in turbo: well under a host second; one cycle
-        # a slice would take minutes
-        out = cl.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
-        assert out["state"] == "stopped", out
-        assert out["stop_reason"]["kind"] == "emulated_time_limit"
-        assert second.clock() >= clock + 4_000_000
-    finally:
-        cl.close()
-        stop.set()
-        loop.join(timeout=30)
-        srv.close()
-        first.close()
-        second.close()
+    with served(ctl, methods) as srv:
+        cl = Client(srv.port)
+        try:
+            clock = second.clock()
+            op = cl.call("test.adopt_and_run", {})["operation_id"]
+            # one emulated second in turbo: well under a host second; one
+            # cycle a slice would take minutes
+            out = cl.call("execution.wait", {"operation_id": op, "timeout_ms": 20000})
+            assert out["state"] == "stopped", out
+            assert out["stop_reason"]["kind"] == "emulated_time_limit"
+            assert second.clock() >= clock + 4_000_000
+        finally:
+            cl.close()
+    first.close()
+    second.close()
