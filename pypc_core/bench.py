@@ -118,7 +118,7 @@ def measure_start(cache_dir):
     exit, which tears numba and LLVM down, is not part of a start), and
     the same from the child's own clock (after the interpreter started)."""
     code = (
-        "import sys, time; t0=time.perf_counter()\n"
+        "import time; t0=time.perf_counter()\n"
         "from pypc_core.cpu import Cpu\n"
         "c=Cpu(); c.step()\n"
         "print(time.perf_counter()-t0, flush=True)\n"
