@@ -10,16 +10,6 @@ from .compiled_entry import compiled_entry
 from .registers import Registers
 
 
-_cold_checked = False
-
-
-def _compile_cold_once():
-    global _cold_checked
-    if not _cold_checked:
-        _cold_checked = True
-        precompile.compile_cold()
-
-
 class Cpu:
     """One 8088.  ``mem``/``page_table``/``xflags``/``port_kind`` default to
     a flat 1 MiB of RAM with no ports (the conformance setup); the machine
@@ -28,7 +18,7 @@ class Cpu:
 
     def __init__(self, mem=None, page_table=None, xflags=None, port_kind=None, port_io=None):
         numba_start.lean_start()        # the first CPU of a process: numba starts lean
-        _compile_cold_once()            # ... and a cold cache compiles on two cores
+        precompile.compile_cold()       # ... and a cold cache compiles on two cores
         self.regs = S.new_regs()
         self.ctl = S.new_ctl()
         self.mem = mem if mem is not None else np.zeros(S.MEM_SIZE, dtype=np.uint8)

@@ -72,10 +72,17 @@ def cache_is_cold():
         return False
 
 
+_looked = False
+
+
 def compile_cold():
-    """If the cache is cold and the host has two cores: the families
-    compiled in two processes at once, before ``run`` needs them.  Returns
-    True when it did that."""
+    """Once per process (the first ``Cpu``): if the cache is cold and the
+    host has two cores, the families compiled in two processes at once,
+    before ``run`` needs them.  Returns True when it did that."""
+    global _looked
+    if _looked:
+        return False
+    _looked = True
     if not cache_is_cold() or (os.cpu_count() or 1) < 2:
         return False
     helper = subprocess.Popen([sys.executable, "-m", "pypc_core.cpu.precompile"],
