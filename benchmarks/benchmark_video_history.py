@@ -3,7 +3,10 @@ screen continuously (REP STOSW over all 2,000 cells, a new character each
 pass: every byte write changes a byte), over RPC in turbo: the host time of
 ``execution.run_until`` for N emulated ms with no history, then with one
 recording.  The figures are host time on whatever machine runs this (a
-busy one makes them noisy); the events and losses are exact.
+busy one makes them noisy); the events and losses are exact.  Each round
+runs without and then with a recording; the last line is the median of
+the rounds' ratios.  The recorder is warmed up first (its compiled code
+loaded), so the figure is its steady cost.
 
     python benchmarks/benchmark_video_history.py [--video cga|vga] [--ms N] [--rounds N]
 """
@@ -46,14 +49,23 @@ def main():
             return time.perf_counter() - t
 
         run(50)                                   # compiled and warm
+        c.call("video.history.start", {"capacity": 1_000_000})
+        run(50)                                   # the recorder's code too
+        c.call("video.history.stop")
+        ratios = []
         for _ in range(args.rounds):
             off = run(args.ms)
             c.call("video.history.start", {"capacity": 1_000_000})
             on = run(args.ms)
             out = c.call("video.history.stop")
+            ratios.append(on / off)
             print(f"{args.video}: {args.ms} emulated ms  no history {off * 1000:7.1f} ms  "
                   f"recording {on * 1000:7.1f} ms  ({(on / off - 1) * 100:+.0f} %)  "
                   f"events {out['events']}  lost {out['lost_events']}")
+        ratios.sort()
+        print(f"{args.video}: recording costs {(ratios[len(ratios) // 2] - 1) * 100:+.1f} % "
+              f"(median of {len(ratios)} rounds; min {(ratios[0] - 1) * 100:+.1f} %, "
+              f"max {(ratios[-1] - 1) * 100:+.1f} %)")
     finally:
         f.close()
 

@@ -37,7 +37,7 @@ import hashlib
 import numpy as np
 
 from pypc_core import hookimpl
-from pypc_core.bus.journal import FONT, TEXT, WriteLog, drain_into
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, drain_into, event_fields, event_word
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
 from pypc_core.rpc.parts import Counter
@@ -65,15 +65,12 @@ class History:
         self.ctl = ctl
         self.id = history_id
         self.capacity = capacity
-        # the retained events: a ring of columns, the event of sequence q in
-        # row (q - 1) % capacity (dicts are made only for a read's page)
-        # (written through once here: appending then never waits for the
-        # operating system to hand out fresh pages)
-        self.clock = np.full(capacity, 0, dtype=np.int64)
-        self.kind = np.full(capacity, 0, dtype=np.uint8)
-        self.address = np.full(capacity, 0, dtype=np.int32)
-        self.old = np.full(capacity, 0, dtype=np.int32)
-        self.new = np.full(capacity, 0, dtype=np.int32)
+        # the retained events: a ring of rows (``bus.journal``'s EV_* layout:
+        # kind, address, old and new packed, then the clock), the event of
+        # sequence q in row (q - 1) % capacity (dicts are made only for a
+        # read's page) (written through once here: appending then never
+        # waits for the operating system to hand out fresh pages)
+        self.ring = np.full((capacity, 2), 0, dtype=np.int64)
         self.next_sequence = 1
         self.never_recorded = 0        # writes the card's log had no room for
         self.active = False
@@ -98,9 +95,8 @@ class History:
 
     def _add(self, kind, address, old, new, clock=None):
         row = (self.next_sequence - 1) % self.capacity
-        self.clock[row] = self.ctl.machine.clock() if clock is None else clock
-        self.kind[row] = KIND_CODES[kind]
-        self.address[row], self.old[row], self.new[row] = int(address), int(old), int(new)
+        self.ring[row, 0] = event_word(KIND_CODES[kind], int(address), int(old), int(new))
+        self.ring[row, 1] = self.ctl.machine.clock() if clock is None else clock
         self.next_sequence += 1
 
     @property
@@ -112,11 +108,10 @@ class History:
         """Events of sequences ``first`` .. ``first + n - 1`` as dicts."""
         out = []
         for q in range(first, first + n):
-            row = (q - 1) % self.capacity
-            out.append({"sequence": q, "clock": int(self.clock[row]),
-                        "kind": KIND_NAMES[int(self.kind[row])],
-                        "address": int(self.address[row]), "old": int(self.old[row]),
-                        "new": int(self.new[row])})
+            word, clock = self.ring[(q - 1) % self.capacity].tolist()
+            kind, address, old, new = event_fields(word)
+            out.append({"sequence": q, "clock": clock, "kind": KIND_NAMES[kind],
+                        "address": address, "old": old, "new": new})
         return out
 
     def start(self):
@@ -151,8 +146,8 @@ class History:
         order, each at the cycle it was logged at (one compiled pass from
         the log into the ring, the text and font copies kept current)."""
         font = self.font if self.font is not None else self._no_font
-        n, lost = drain_into(self.log.words, self.clock, self.kind, self.address, self.old,
-                             self.new, self.next_sequence - 1, self.vram, font)
+        n, lost = drain_into(self.log.words, self.ring, self.next_sequence - 1, self.vram,
+                             font)
         self.next_sequence += int(n)
         # the log filled inside one slice (it holds LOG_ENTRIES): those
         # writes are gone, and lost_events says so

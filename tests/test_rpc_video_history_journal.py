@@ -235,6 +235,29 @@ def test_a_mode_change_between_writes(c):
     c.call("video.history.stop")
 
 
+def test_wide_port_and_mode_fields_come_back_whole(c):
+    # a word OUT's value and a display address above FFh do not fit the
+    # byte fields of a logged memory write: they come back as written
+    cga_text(c)
+    parked(c)
+    c.call("io.write", {"port": 0x3D4, "value": 0x0D})                  # start low 0
+    c.call("io.write", {"port": 0x3D5, "value": 0x00})
+    write(c, TEXT + 0x3FFF, b"\x00")
+    write(c, TEXT + 4, b"\x20")
+    c.call("video.history.start")
+    write(c, TEXT + 0x3FFF, b"\x5A")
+    # mov dx,3D4h / mov ax,170Ch / out dx,ax (start high 17h) / jmp $
+    run_code(c, bytes.fromhex("BAD403 B80C17 EF EBFE"))
+    write(c, TEXT + 4, b"\x61")
+    evs = events(c)["events"]
+    assert [(e["kind"], e["address"], e["old"], e["new"]) for e in evs] == [
+        ("text", 0x3FFF, 0, 0x5A), ("port", 0x3D4, 2, 0x170C),
+        ("mode", 0x29, 80, 0x2E00), ("text", 4, 0x20, 0x61)]
+    c.call("io.write", {"port": 0x3D4, "value": 0x0C})
+    c.call("io.write", {"port": 0x3D5, "value": 0x00})
+    c.call("video.history.stop")
+
+
 def test_vga_text_guest_writes_and_font_plane_writes(v):
     run_code(v, bytes([0xB8, 0x03, 0x00, 0xCD, 0x10, 0xEB, 0xFE]))   # mode 3
     write(v, TEXT, bytes([0x70, 0x17, 0x20, 0x07, 0x20, 0x07]))

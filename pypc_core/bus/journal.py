@@ -102,32 +102,55 @@ def _unpack(words, n, out):
         out[i, 4] = words[L_HEADER + i * ENTRY_WORDS + 1]
 
 
+# An event row of a recorder's ring (``int64[capacity, 2]``, see
+# ``drain_into``): word 0 is a log entry's word 0 as the card logged it, word
+# 1 the emulated cycle, so draining is a copy.  Events with wider fields than
+# a logged byte (a port write's word value, a mode's display address) keep
+# ``new``'s high bits in the offset field's bits 16..39 (a logged offset
+# stays below 10000h): address = offset bits 0..15, new = bits 0..7 of the
+# word and bits 8..31 from the offset field -- one decoding for every kind.
+EV_ADDRESS_LIMIT = 1 << 16
+EV_OLD_LIMIT = 1 << 8
+EV_NEW_LIMIT = 1 << 32
+_EV_ADDRESS_MASK = EV_ADDRESS_LIMIT - 1
+
+
+def event_word(kind, address, old, new):
+    """Word 0 of a ring row; ValueError for a field that does not fit."""
+    if not (0 < kind < 128 and 0 <= address < EV_ADDRESS_LIMIT and 0 <= old < EV_OLD_LIMIT
+            and 0 <= new < EV_NEW_LIMIT):
+        raise ValueError(f"event fields out of range: kind {kind} address {address:#x} "
+                         f"old {old:#x} new {new:#x}")
+    return entry_word(kind, address | ((new >> 8) << 16), old, new & 0xFF)
+
+
+def event_fields(word):
+    """(kind, address, old, new) of a ring row's word 0."""
+    return ((word >> JE_KIND) & 0xFF, (word >> JE_OFFSET) & _EV_ADDRESS_MASK,
+            (word >> 8) & 0xFF, (word & 0xFF) | (((word >> (JE_OFFSET + 16)) & 0xFFFFFF) << 8))
+
+
 @njit(**JIT)
-def drain_into(words, clock, kind, address, old, new, first_row, text, font):
-    """Move the log's entries into a recorder's ring of columns (``clock``,
-    ``kind``, ``address``, ``old``, ``new``, all of one length; the first
-    entry goes to row ``first_row``, the next ones after it, wrapping), and
-    store each entry's new byte into ``text`` (kind TEXT) or ``font`` (kind
-    FONT) at its offset: the recorder's copy of the memory kept current.
-    One pass, no temporaries.  Returns ``(entries, lost)``; the log is empty
-    afterwards."""
+def drain_into(words, ring, first_row, text, font):
+    """Move the log's entries into a recorder's ring of event rows (``ring``
+    an ``int64[capacity, 2]``, word 0 of each row the entry's word 0 as it
+    is; the first entry goes to row ``first_row``, the next ones after it,
+    wrapping), and store each entry's new byte into ``text`` (kind TEXT) or
+    ``font`` (kind FONT) at its offset: the recorder's copy of the memory
+    kept current.  One pass, no temporaries.  Returns ``(entries, lost)``;
+    the log is empty afterwards."""
     n = words[L_COUNT]
-    cap = clock.shape[0]
+    cap = ring.shape[0]
     row = first_row % cap
     for i in range(n):
         w = words[L_HEADER + i * ENTRY_WORDS]
-        k = (w >> JE_KIND) & 0xFF
-        off = (w >> JE_OFFSET) & _OFFSET_MASK
-        b = w & 0xFF
-        clock[row] = words[L_HEADER + i * ENTRY_WORDS + 1]
-        kind[row] = k
-        address[row] = off
-        old[row] = (w >> 8) & 0xFF
-        new[row] = b
+        ring[row, 0] = w
+        ring[row, 1] = words[L_HEADER + i * ENTRY_WORDS + 1]
+        k = w >> JE_KIND                  # (kinds are below 128: no sign to mask)
         if k == TEXT:
-            text[off] = b
+            text[(w >> JE_OFFSET) & _EV_ADDRESS_MASK] = w & 0xFF
         elif k == FONT:
-            font[off] = b
+            font[(w >> JE_OFFSET) & _EV_ADDRESS_MASK] = w & 0xFF
         row += 1
         if row == cap:
             row = 0
