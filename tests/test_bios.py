@@ -174,7 +174,7 @@ def test_rom_layout():
         assert m.memory.mem[addr] == 0x90
     names = set(traps.values())
     for off, name in ((0xEC5A, "int13"), (0xF066, "int10"),
-                      (0xFEA7, "int08"), (0xE989, "int09"), (0xFE6F, "int1a"),
+                      (0xE989, "int09"), (0xFE6F, "int1a"),
                       (0xE6F3, "int19"), (0xE05C, "post")):
         assert traps[0xF0000 + off] == name and name in names
     # INT 16h answers AH=01h in 8088 code (STI; CMP AH,1; JNE service) and
@@ -583,29 +583,85 @@ def test_int16_read_peek_flags_and_wait():
 
 
 # -- timer, time of day, misc ------------------------------------------------------------------
-def test_int08_and_int1a():
-    m, bios = new_bios()
-    r = call(bios, "int1a", ah=1, cx=0x0012, dx=0x3456)
-    assert not r.cf
-    r = call(bios, "int08")
-    assert r.ip == ip_after(bios, "int08")                        # -> INT 1Ch, EOI, IRET
-    r = call(bios, "int1a", ah=0)
-    assert (r.cx, r.dx, r.al) == (0x0012, 0x3457, 0) and not r.cf
-    call(bios, "int1a", ah=1, cx=0x0018, dx=0x00AF)               # one tick before midnight
-    call(bios, "int08")
-    r = call(bios, "int1a", ah=0)
-    assert (r.cx, r.dx, r.al) == (0, 0, 1)
-    assert call(bios, "int1a", ah=0).al == 0                      # flag cleared by the read
-    assert call(bios, "int1a", ah=2).cf                           # no RTC on an XT
+class PortLog:
+    """A port-map observer: the writes the machine's ports saw."""
+
+    def __init__(self):
+        self.writes = []
+
+    def after_write(self, port, value, width):
+        self.writes.append((port, value))
+
+
+def timer_tick_by_int08(m):
+    """Run the BIOS's INT 08h handler once, as the guest's ``INT 08h`` (IRQ
+    0 masked, so no real tick comes in between); returns to a ``jmp $``."""
+    # mov al,0FFh / out 21h,al / int 08h / jmp $
+    code = bytes([0xB0, 0xFF, 0xE6, 0x21, 0xCD, 0x08, 0xEB, 0xFE])
+    m.memory.write(0x10000, code)
+    m.set_registers(cs=0x1000, ip=0)
+    m.cpu.ctl[S.C_HALTED] = 0
+    m.run_for(5000)
+    assert (m.cpu.r.cs, m.cpu.r.ip) == (0x1000, 6)
+
+
+def real_machine():
+    from pypc_core.machine import Machine, MachineConfig
+    m = Machine(MachineConfig())
+    m.run_seconds(0.3)                   # POST done, waiting for a boot disk
+    return m
+
+
+def test_int08_counts_ticks_and_rolls_over_at_a_day():
+    # the handler is 8088 code (no trap): the tick count, midnight at
+    # 1800B0h ticks or beyond, then INT 1Ch, EOI and IRET
+    with real_machine() as m:
+        assert not any(n == "int08" for n in m.bios.trap_addresses.values())
+        # INT 1Ch points at a counter of our own: inc byte [cs:0100h] / iret
+        m.memory.write(0x20000, bytes([0x2E, 0xFE, 0x06, 0x00, 0x01, 0xCF]))
+        m.memory.write(0x1C * 4, struct.pack("<HH", 0, 0x2000))
+        m.memory.write(0x46C, struct.pack("<I", 0x00123456))
+        timer_tick_by_int08(m)
+        assert struct.unpack("<I", m.memory.read(0x46C, 4))[0] == 0x00123457
+        assert m.memory.read_byte(0x470) == 0
+        for before, after, rolled in ((0x0012FFFF, 0x00130000, 0),
+                                      (0x001800AF, 0, 1),      # one tick before midnight
+                                      (0x001900FF, 0, 1)):     # past a day already
+            m.memory.write(0x470, b"\x00")
+            m.memory.write(0x46C, struct.pack("<I", before))
+            timer_tick_by_int08(m)
+            assert struct.unpack("<I", m.memory.read(0x46C, 4))[0] == after, hex(before)
+            assert m.memory.read_byte(0x470) == rolled, hex(before)
+        assert m.memory.read_byte(0x20100) == 4                 # INT 1Ch each time
+        assert m.pic.isr == 0                                    # the EOI came
 
 
 def test_int08_floppy_motor_timeout():
+    with real_machine() as m:
+        log = PortLog()
+        m.ports.add_observer(log)
+        m.memory.write(0x43F, b"\x01\x02")                     # motor A on, 2 ticks left
+        timer_tick_by_int08(m)
+        assert m.memory.read(0x43F, 2) == b"\x01\x01"
+        assert (0x3F2, 0x0C) not in log.writes
+        timer_tick_by_int08(m)
+        assert m.memory.read(0x43F, 2) == b"\x00\x00" and (0x3F2, 0x0C) in log.writes
+        timer_tick_by_int08(m)                                   # a count of 0 stays 0
+        assert m.memory.read(0x43F, 2) == b"\x00\x00"
+        assert log.writes.count((0x3F2, 0x0C)) == 1
+
+
+def test_int1a_time_of_day():
     m, bios = new_bios()
-    m.memory.write(0x43F, b"\x01\x02")                            # motor A on, 2 ticks left
-    call(bios, "int08")
-    assert m.memory.read_byte(0x43F) == 0x01
-    call(bios, "int08")
-    assert m.memory.read_byte(0x43F) == 0 and (0x3F2, 0x0C) in m.io
+    r = call(bios, "int1a", ah=1, cx=0x0012, dx=0x3456)
+    assert not r.cf
+    r = call(bios, "int1a", ah=0)
+    assert (r.cx, r.dx, r.al) == (0x0012, 0x3456, 0) and not r.cf
+    m.memory.write(0x470, b"\x01")                               # a midnight passed
+    r = call(bios, "int1a", ah=0)
+    assert r.al == 1
+    assert call(bios, "int1a", ah=0).al == 0                      # flag cleared by the read
+    assert call(bios, "int1a", ah=2).cf                           # no RTC on an XT
 
 
 def test_small_services():

@@ -41,7 +41,7 @@ from .memio import (
     BDA_HD_STATUS, BDA_KB_BUF_END, BDA_KB_BUF_START, BDA_KB_BUFFER,
     BDA_KB_BUFFER_END, BDA_KB_HEAD, BDA_KB_TAIL, BDA_LAST_IRQ, BDA_LPT,
     BDA_LPT_TIMEOUT, BDA_MEMORY_KB, BDA_RESET_FLAG, BDA_TICKS,
-    BDA_TICKS_ROLLOVER, BDA, BDA_FD_MOTOR, BDA_FD_MOTOR_COUNT, Mem,
+    BDA_TICKS_ROLLOVER, BDA, Mem,
     TICKS_PER_DAY,
 )
 from .video import VideoService
@@ -365,21 +365,6 @@ class Bios:
         self.video.write_text("\r\nNo ROM BASIC - system halted.\r\n")
 
     # -- simple services -----------------------------------------------------------------------
-    def _svc_int08(self, r):
-        mem = self.mem
-        ticks = mem.rd(BDA_TICKS) + 1
-        if ticks >= TICKS_PER_DAY:
-            ticks = 0
-            mem.wb(BDA_TICKS_ROLLOVER, 1)
-        mem.wd(BDA_TICKS, ticks)
-        count = mem.rb(BDA_FD_MOTOR_COUNT)
-        if count:
-            count -= 1
-            mem.wb(BDA_FD_MOTOR_COUNT, count)
-            if count == 0:
-                mem.wb(BDA_FD_MOTOR, mem.rb(BDA_FD_MOTOR) & 0xF0)
-                self.machine.ports.write(0x3F2, 0x0C)
-
     def _svc_int09(self, r):
         return self.keyboard.irq()
 

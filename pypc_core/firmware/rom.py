@@ -1,8 +1,10 @@
 """The 64 KiB image of the built-in BIOS ROM (mapped at F0000h).
 
-The ROM holds real 8088 code only where a program can see it: small entry
-stubs at the IBM-compatible addresses, each with a firmware *trap* (a NOP,
-90h, whose linear address carries ``XF_TRAP`` in ``memory.xflags``).  When
+The ROM holds real 8088 code where a program can see it: small entry stubs
+at the IBM-compatible addresses.  Most carry a firmware *trap* (a NOP,
+90h, whose linear address carries ``XF_TRAP`` in ``memory.xflags``); what
+runs all the time is 8088 code throughout, with no trap: the timer tick
+(INT 08h) and INT 16h's "is a key waiting?" (AH=01h).  When
 CS:IP reaches a trap the CPU core stops before executing it and the machine
 calls ``Bios.on_trap(linear)``; the Python service then normally skips the
 NOP, so the stub's next instruction (``IRET``, ``RETF 2`` ...) returns to the
@@ -361,7 +363,35 @@ def build_rom(font=None, hard_disks=(None, None)):
     b.at(OFF_INT15).label("int15").emit(STI).trap("int15").emit(RETF_2)
     b.at(OFF_FONT_LOW).emit(font[:1024])
     b.at(OFF_INT1A).label("int1a").emit(STI).trap("int1a").emit(RETF_2)
-    b.at(OFF_INT08).label("int08").emit(STI, PUSH_AX).trap("int08")
+    # INT 08h, the timer tick, in 8088 code: it runs 18.2 times an emulated
+    # second whatever the guest does, and a firmware trap per tick cost a
+    # CPU-bound guest about 3 % of its speed.  The tick count (0040:006C,
+    # a dword) goes up by one; reaching a day (1800B0h) or beyond, it is 0
+    # and the rollover flag (0040:0070) is set; the diskette motor count
+    # (0040:0040) runs down, and at 0 the motors are marked off and the
+    # controller's DOR gets 0Ch.  Then INT 1Ch (with the caller's DS), the
+    # EOI and IRET.
+    b.at(OFF_INT08).label("int08").emit(STI, PUSH_AX)
+    b.emit(0x1E, 0x31, 0xC0, 0x8E, 0xD8)                  # push ds / xor ax,ax / mov ds,ax
+    b.emit(0xFF, 0x06, 0x6C, 0x04)                        # inc word [046Ch]
+    b.jcc_short(0x75, "int08_day")                        # jnz
+    b.emit(0xFF, 0x06, 0x6E, 0x04)                        # inc word [046Eh]
+    b.label("int08_day").emit(0x83, 0x3E, 0x6E, 0x04, 0x18)   # cmp word [046Eh],18h
+    b.jcc_short(0x72, "int08_motor")                      # jb
+    b.jcc_short(0x77, "int08_midnight")                   # ja
+    b.emit(0x81, 0x3E, 0x6C, 0x04, 0xB0, 0x00)            # cmp word [046Ch],00B0h
+    b.jcc_short(0x72, "int08_motor")                      # jb
+    b.label("int08_midnight").emit(0xA3, 0x6C, 0x04)      # mov [046Ch],ax (AX = 0)
+    b.emit(0xA3, 0x6E, 0x04)                              # mov [046Eh],ax
+    b.emit(0xC6, 0x06, 0x70, 0x04, 0x01)                  # mov byte [0470h],1
+    b.label("int08_motor").emit(0x80, 0x3E, 0x40, 0x04, 0x00)  # cmp byte [0440h],0
+    b.jcc_short(0x74, "int08_done")                       # je
+    b.emit(0xFE, 0x0E, 0x40, 0x04)                        # dec byte [0440h]
+    b.jcc_short(0x75, "int08_done")                       # jnz
+    b.emit(0x80, 0x26, 0x3F, 0x04, 0xF0)                  # and byte [043Fh],0F0h
+    b.emit(0x52, 0xBA, 0xF2, 0x03)                        # push dx / mov dx,3F2h
+    b.emit(0xB0, 0x0C, 0xEE, 0x5A)                        # mov al,0Ch / out dx,al / pop dx
+    b.label("int08_done").emit(0x1F)                      # pop ds
     b.emit(int_(0x1C), EOI, POP_AX, IRET)
     b.at(OFF_DUMMY_IRET).label("dummy_iret").emit(IRET)
     b.at(OFF_INT05).label("int05").emit(STI).trap("int05").emit(IRET)
