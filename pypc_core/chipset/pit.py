@@ -445,12 +445,14 @@ class Pit8253(Device):
         self.clock = board.clock
         self._counters = [board.counter(port, CYCLES_PER_TICK) for port in PIT_PORTS[:3]]
         self._portmap = self._counters[0].portmap   # (the counters' own parameter blocks)
+        self._published = [None, None, None]
         board.add_publisher(self._publish)
         self._publish()
 
     # -- the CPU's copy of the counters (see the module docstring) ---------
     _portmap = None
     _counters = ()
+    _published = (None, None, None)     # per counter: what its words hold (None: unknown)
 
     def _pull(self):
         """Take back what reads inside the CPU did to the flip-flops/latches."""
@@ -470,12 +472,21 @@ class Pit8253(Device):
         if pm is None or not pm.fast_reads:
             return
         io = pm.port_io
-        for ch, counter in zip(self.channels, self._counters):
+        published = self._published
+        for i, (ch, counter) in enumerate(zip(self.channels, self._counters)):
             t = counter.base
             model = ch.fast_model()
             if model is None:
                 counter.disable()
+                published[i] = None
                 continue
+            # The words change only here and by the CPU's reads (which
+            # count themselves in T_READS): a timer tick, which leaves a
+            # counter's segment as it was, writes nothing.
+            record = model + (ch.access, ch.read_msb, ch.latch)
+            if record == published[i] and counter.enabled and io[t + _S.T_READS] == 0:
+                continue
+            published[i] = record
             kind, start, ce, out, reload, limit = model
             io[t + _S.T_KIND] = kind
             io[t + _S.T_START] = start
