@@ -14,6 +14,16 @@ compiled with ``_nrt=False``: numba's reference counting would otherwise be
 emitted around every array argument inside the loop and cost a factor of two
 or more.
 
+A call to an out-of-line family is priced by two things numba does: it
+passes an array as all its fields (seven arrays were some 50 words pushed at
+every call), and the callee zeroes the stack slot of each of its variables
+on entry (a family of many opcodes paid for about a hundred of them on every
+call).  So ``run`` hands the families ctl's address alone (they rebuild the
+arrays from the addresses ``run`` leaves in ctl, ``state.C_A_*``), and the
+opcodes DOS code runs out of line all the time are split into small
+families by the variables they need (``op_segs``, ``op_misc_regs``,
+``op_misc_common``): 10-13 ns for a PUSH DS or a CBW against 25-30 before.
+
 Argument conventions:
     regs  uint16[16]  registers (state.AX ... state.FLAGS)
     r8    uint8[32]   byte view of regs (AL=0, AH=1, CL=2, ...)
@@ -21,7 +31,7 @@ Argument conventions:
     pf    int64[1Ki]  page table: PG_* flags per 4 KiB page, then the alias
                       rings and memory handlers (state.PT_*)
     xf    uint8[1Mi]  per-byte execution/watch flags (XF_*)
-    ctl   int64[32]   counters, interrupt lines, exit mailbox (C_*)
+    ctl   int64[64]   counters, interrupt lines, exit mailbox (C_*)
     eff   int64[N,4]  effect records (EFF_*), used while C_RECORD is set
     pk    uint8[64Ki] port kinds (PORT_*): unclaimed, Python, or answered in
                       the JIT from ``pio``
@@ -65,7 +75,10 @@ from .state import (
     T_LATCHED, T_LATCH, T_READS, T_DIV,
     O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
 )
-from .callptr import call_handler, call_region, load_word, store_word
+from .callptr import (call_handler, call_region, load_word, store_word, u8_at, u16_at,
+                      i64_at, i64_rows4_at)
+from .state import (C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF, C_SIZE,
+                    MEM_SIZE, PAGE_TABLE_SIZE, REGS_SIZE)
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
@@ -741,8 +754,15 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
 # ---------------------------------------------------------------------------
 
 @njit(**JIT)
-def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
+def op_shift(a_ctl, op, ip, csb, sov):
     """D0-D3: rotates and shifts by 1 or CL (count not masked on the 8088)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
@@ -820,11 +840,18 @@ def op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
 
 
 @njit(**JIT)
-def op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, start_ip):
+def op_group3(a_ctl, op, ip, csb, sov, rep, start_ip):
     """F6/F7: TEST imm, NOT, NEG, MUL, IMUL, DIV, IDIV.
 
     Returns cycles; a divide error enters INT 0 with the address after the
     instruction (as the 8088 does)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
@@ -1015,7 +1042,7 @@ def divide(hi, lo, d, w, signed, f1, fl):
 
 
 @njit(**JIT)
-def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_prefix_ip,
+def op_string(a_ctl, op, ip, sov, rep, start_ip, last_prefix_ip,
               now, deadline, resumed):
     """A4-A7, AA-AF: MOVS CMPS STOS LODS SCAS with optional REP/REPE/REPNE.
 
@@ -1023,6 +1050,13 @@ def op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep, start_ip, last_
     an interrupt becomes pending; then IP is rewound so the instruction
     resumes (to its first prefix for our own budget; to the last prefix for a
     real interrupt, as the 8088 does).  Returns cycles."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
     w = op & 1
     kind = (op >> 1) & 7   # 2 MOVS, 3 CMPS, 5 STOS, 6 LODS, 7 SCAS
     step = 2 if w else 1
@@ -1189,12 +1223,21 @@ def op_bcd(regs, r8, op, fl):
 
 
 @njit(**JIT)
-def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip, now):
+def op_misc(a_ctl, op, ip, csb, sov, start_ip, now):
     """Everything not handled inline in run().  Returns (cycles, status)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    pk = u8_at(ctl[C_A_PK], 65536)
+    pio = i64_at(ctl[C_A_PIO], PIO_SIZE)
     fl = np.int64(regs[FLAGS])
     # most frequent first: this chain is tested in order
     if op == 0xFE or op == 0xFF:
-        return op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+        return op_group45(a_ctl, op, ip, csb, sov)
     if op == 0x9B:                 # WAIT: no coprocessor, TEST is never asserted
         regs[IP] = ip
         return 4, ST_OK
@@ -1327,8 +1370,9 @@ def op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov, start_ip
     return 0, ST_FAULT
 
 
-# The opcodes op_misc_common serves (run sends the rest of its "else" to
-# op_misc); index OP_STUCK included, so the pseudo-opcode can be looked up.
+# Which small family serves an out-of-line opcode: 2 op_segs, 3 op_misc_regs,
+# 1 op_misc_common, 0 op_misc (run's "else"); index OP_STUCK included, so
+# the pseudo-opcode can be looked up.
 MISC_COMMON = np.zeros(OP_STUCK + 1, dtype=np.uint8)
 MISC_COMMON[[0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F,     # PUSH/POP sreg
              0x86, 0x87, 0x8C, 0x8D, 0x8E, 0x8F,                  # XCHG, MOV sreg, LEA, POP
@@ -1339,16 +1383,31 @@ MISC_COMMON[[0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F,     # PUSH/POP sreg
              0xC8, 0xC9, 0xCA, 0xCB, 0xCF,                        # RETF, IRET
              0xD0, 0xD1, 0xD2, 0xD3, 0xD7,                        # shifts, XLAT
              0xE9, 0xEA, 0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD]] = 1   # JMP, CMC, flags
+# ... of which op_segs has these (MISC_COMMON 2)
+SEGS_OPS = (0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F, 0x8C, 0x8E, 0x9C, 0x9D,
+            0xC8, 0xC9, 0xCA, 0xCB, 0xCF, 0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD)
+MISC_COMMON[list(SEGS_OPS)] = 2
+# ... and op_misc_regs these (MISC_COMMON 3)
+MISC_REGS_OPS = (0x8D, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9A, 0x9E, 0x9F,
+                 0xA8, 0xA9, 0xC0, 0xC1, 0xC2, 0xC3, 0xE9, 0xEA)
+MISC_COMMON[list(MISC_REGS_OPS)] = 3
 
 
 @njit(**JIT)
-def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
-    """The out-of-line instructions DOS code runs all the time (segment
-    registers, the stack, far calls and returns, flags, XCHG, shifts ...):
-    the opcodes of MISC_COMMON, in a function of their own because numba
-    zeroes the stack slot of every variable of a function at each call, and
-    op_misc's many (I/O, INT n, ESC, BCD ...) made each of these pay for
-    about 130 of them.  Returns (cycles, status)."""
+def op_segs(a_ctl, op, ip, csb, sov):
+    """The out-of-line instructions DOS code runs most (segment registers to
+    and from registers and the stack, far returns, IRET, the flag
+    instructions): SEGS_OPS, in the smallest function that holds them, for
+    numba zeroes the stack slot of every variable of a function at each
+    call (op_misc_common's cost about 20 ns a call).  Returns (cycles,
+    status)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
     fl = np.int64(regs[FLAGS])
     if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
         m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
@@ -1369,6 +1428,60 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, 1, np.int64(regs[8 + ((m >> 3) & 3)]))
         regs[IP] = ip
         return (2 if sb < 0 else 13 + eac), ST_OK
+    if op == 0x9C:                 # PUSHF
+        push(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
+        regs[IP] = ip
+        return 14, ST_OK
+    if op == 0x9D:                 # POPF
+        v = pop(regs, mem, pf, xf, ctl, eff)
+        regs[FLAGS] = (v & 0x0FD5) | 0xF002
+        regs[IP] = ip
+        return 12, ST_OK
+    if op >= 0xC8 and op <= 0xCB:  # RETF (C8/C9 alias CA/CB)
+        if op & 1:
+            n = 0
+        else:
+            n = fetch16(mem, csb, ip)
+        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
+        return (34 if op & 1 else 33), ST_OK
+    if op == 0xCF:                 # IRET
+        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
+        regs[FLAGS] = (pop(regs, mem, pf, xf, ctl, eff) & 0x0FD5) | 0xF002
+        return 44, ST_OK
+    if op == 0xF5:                 # CMC
+        regs[FLAGS] = fl ^ F_CF
+        regs[IP] = ip
+        return 2, ST_OK
+    if op >= 0xF8 and op <= 0xFD:  # CLC STC CLI STI CLD STD
+        bit = F_CF if op < 0xFA else (F_IF if op < 0xFC else F_DF)
+        if op & 1:
+            regs[FLAGS] = fl | bit
+        else:
+            regs[FLAGS] = fl & ~bit
+        regs[IP] = ip
+        if op == 0xFB:
+            return 2, ST_INHIBIT
+        return 2, ST_OK
+    return 0, ST_FAULT          # (run sends only SEGS_OPS opcodes here)
+
+
+@njit(**JIT)
+def op_misc_regs(a_ctl, op, ip, csb, sov):
+    """The out-of-line instructions of MISC_REGS_OPS: registers and flags,
+    near and far jumps, the far call and near returns (LEA, XCHG AX, CBW,
+    CWD, SAHF, LAHF, TEST AL|AX imm), few variables for the same reason as
+    op_segs.  Returns (cycles, status)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    fl = np.int64(regs[FLAGS])
     if op == 0x8D:                 # LEA
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if sb >= 0:
@@ -1380,16 +1493,6 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
             pass
         regs[IP] = ip
         return 2 + eac, ST_OK
-    if op == 0x8F:                 # POP r/m (reg field ignored)
-        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
-        v = pop(regs, mem, pf, xf, ctl, eff)
-        if sb < 0:
-            regs[off] = v
-        else:
-            # the EA was computed before SP moved, as the 8088 does
-            ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
-        regs[IP] = ip
-        return (12 if sb < 0 else 25 + eac), ST_OK
     if op >= 0x91 and op <= 0x97:  # XCHG AX, reg
         r = op & 7
         t = np.int64(regs[r])
@@ -1414,15 +1517,6 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         regs[CS] = nseg
         regs[IP] = noff
         return 36, ST_OK
-    if op == 0x9C:                 # PUSHF
-        push(regs, mem, pf, xf, ctl, eff, (fl & 0x0FD5) | 0xF002)
-        regs[IP] = ip
-        return 14, ST_OK
-    if op == 0x9D:                 # POPF
-        v = pop(regs, mem, pf, xf, ctl, eff)
-        regs[FLAGS] = (v & 0x0FD5) | 0xF002
-        regs[IP] = ip
-        return 12, ST_OK
     if op == 0x9E:                 # SAHF
         regs[FLAGS] = (fl & ~0xD5) | (np.int64(r8[1]) & 0xD5)
         regs[IP] = ip
@@ -1431,23 +1525,6 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         r8[1] = (fl & 0xD5) | 0x02
         regs[IP] = ip
         return 4, ST_OK
-    if op >= 0xA0 and op <= 0xA3:  # MOV AL/AX <-> moffs
-        w = op & 1
-        off = fetch16(mem, csb, ip)
-        ip = (ip + 2) & 0xFFFF
-        sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
-        if op < 0xA2:
-            if w:
-                regs[AX] = rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
-            else:
-                r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
-        else:
-            if w:
-                ww_c(regs, mem, pf, xf, ctl, eff, sb, off, np.int64(regs[AX]))
-            else:
-                wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, np.int64(r8[0]))
-        regs[IP] = ip
-        return 10 + 4 * w, ST_OK
     if op == 0xA8 or op == 0xA9:   # TEST AL/AX, imm
         w = op & 1
         if w:
@@ -1469,6 +1546,62 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
         regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
         return (20 if op & 1 else 24), ST_OK
+    if op == 0xE9:                 # JMP near
+        d = fetch16(mem, csb, ip)
+        regs[IP] = (ip + 2 + d) & 0xFFFF
+        return 15, ST_OK
+    if op == 0xEA:                 # JMP far
+        noff = fetch16(mem, csb, ip)
+        regs[CS] = fetch16(mem, csb, ip + 2)
+        regs[IP] = noff
+        return 15, ST_OK
+    return 0, ST_FAULT          # (run sends only MISC_REGS_OPS opcodes here)
+
+
+@njit(**JIT)
+def op_misc_common(a_ctl, op, ip, csb, sov):
+    """The out-of-line instructions DOS code runs often that op_segs and
+    op_misc_regs do not have (POP r/m, MOV moffs, LES/LDS, MOV r/m imm,
+    XCHG r/m, shifts, XLAT): the opcodes of MISC_COMMON 1, in a function of
+    their own because numba zeroes the stack slot of every variable of a
+    function at each call (see the module docstring), and op_misc's many
+    (I/O, INT n, ESC, BCD ...) made each of these pay for about 130 of
+    them.  Returns (cycles, status)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    fl = np.int64(regs[FLAGS])
+    if op == 0x8F:                 # POP r/m (reg field ignored)
+        m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
+        v = pop(regs, mem, pf, xf, ctl, eff)
+        if sb < 0:
+            regs[off] = v
+        else:
+            # the EA was computed before SP moved, as the 8088 does
+            ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
+        regs[IP] = ip
+        return (12 if sb < 0 else 25 + eac), ST_OK
+    if op >= 0xA0 and op <= 0xA3:  # MOV AL/AX <-> moffs
+        w = op & 1
+        off = fetch16(mem, csb, ip)
+        ip = (ip + 2) & 0xFFFF
+        sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
+        if op < 0xA2:
+            if w:
+                regs[AX] = rw_c(regs, mem, pf, xf, ctl, eff, sb, off)
+            else:
+                r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20)
+        else:
+            if w:
+                ww_c(regs, mem, pf, xf, ctl, eff, sb, off, np.int64(regs[AX]))
+            else:
+                wb(regs, mem, pf, xf, ctl, eff, (sb + off) & M20, np.int64(r8[0]))
+        regs[IP] = ip
+        return 10 + 4 * w, ST_OK
     if op == 0xC4 or op == 0xC5:   # LES / LDS
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
         if sb < 0:
@@ -1493,50 +1626,13 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
         set_rm_c(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, imm)
         regs[IP] = ip
         return (4 if sb < 0 else 10 + eac + 4 * w), ST_OK
-    if op >= 0xC8 and op <= 0xCB:  # RETF (C8/C9 alias CA/CB)
-        if op & 1:
-            n = 0
-        else:
-            n = fetch16(mem, csb, ip)
-        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[SP] = (np.int64(regs[SP]) + n) & 0xFFFF
-        return (34 if op & 1 else 33), ST_OK
-    if op == 0xCF:                 # IRET
-        regs[IP] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[CS] = pop(regs, mem, pf, xf, ctl, eff)
-        regs[FLAGS] = (pop(regs, mem, pf, xf, ctl, eff) & 0x0FD5) | 0xF002
-        return 44, ST_OK
     if op >= 0xD0 and op <= 0xD3:
-        return op_shift(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov), ST_OK
+        return op_shift(a_ctl, op, ip, csb, sov), ST_OK
     if op == 0xD7:                 # XLAT
         sb = sov if sov >= 0 else np.int64(regs[DS]) << 4
         r8[0] = rb(regs, mem, pf, xf, ctl, eff, (sb + ((np.int64(regs[BX]) + np.int64(r8[0])) & 0xFFFF)) & M20)
         regs[IP] = ip
         return 11, ST_OK
-    if op == 0xE9:                 # JMP near
-        d = fetch16(mem, csb, ip)
-        regs[IP] = (ip + 2 + d) & 0xFFFF
-        return 15, ST_OK
-    if op == 0xEA:                 # JMP far
-        noff = fetch16(mem, csb, ip)
-        regs[CS] = fetch16(mem, csb, ip + 2)
-        regs[IP] = noff
-        return 15, ST_OK
-    if op == 0xF5:                 # CMC
-        regs[FLAGS] = fl ^ F_CF
-        regs[IP] = ip
-        return 2, ST_OK
-    if op >= 0xF8 and op <= 0xFD:  # CLC STC CLI STI CLD STD
-        bit = F_CF if op < 0xFA else (F_IF if op < 0xFC else F_DF)
-        if op & 1:
-            regs[FLAGS] = fl | bit
-        else:
-            regs[FLAGS] = fl & ~bit
-        regs[IP] = ip
-        if op == 0xFB:
-            return 2, ST_INHIBIT
-        return 2, ST_OK
     if op == 0x86 or op == 0x87:   # XCHG r/m, reg
         w = op & 1
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
@@ -1551,12 +1647,19 @@ def op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
 
 
 @njit(**JIT)
-def op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov):
+def op_group45(a_ctl, op, ip, csb, sov):
     """FE/FF: INC, DEC, CALL, CALL far, JMP, JMP far, PUSH (FF /7 = PUSH).
 
     FE /2-/7 (undefined) act on a word made of the byte operand and 0xFF
     upper half on the 8088... we follow the word form with the byte operand
     zero-extended, which keeps the machine consistent."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
+    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
+    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
+    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
+    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
@@ -1770,6 +1873,16 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
     (It has no trace code at all: see ``run_traced``; where a translated
     region can be entered it stops with EXIT_REGION: see ``run_translated``.)"""
     r8 = regs.view(np.uint8)
+    # the out-of-line families find the other arrays through ctl (see
+    # state.C_A_REGS): one argument instead of the arrays' every field
+    ctl[C_A_REGS] = regs.ctypes.data
+    ctl[C_A_MEM] = mem.ctypes.data
+    ctl[C_A_PF] = pf.ctypes.data
+    ctl[C_A_XF] = xf.ctypes.data
+    ctl[C_A_EFF] = eff.ctypes.data
+    ctl[C_N_EFF] = eff.shape[0]
+    ctl[C_A_PK] = pk.ctypes.data
+    ctl[C_A_PIO] = pio.ctypes.data
     cycles = ctl[C_CYCLES]
     deadline = ctl[C_DEADLINE]
     insns = ctl[C_INSTRUCTIONS]
@@ -2041,22 +2154,27 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             if resumed:
                 ctl[C_REP_RESUME] = 0
                 cyc = 0          # the prefixes were paid for before the budget exit
-            cyc += op_string(regs, r8, mem, pf, xf, ctl, eff, op, ip, sov, rep,
+            cyc += op_string(np.int64(ctl.ctypes.data), op, ip, sov, rep,
                              ip0, last_prefix_ip, cycles + cyc, deadline, resumed)
         elif op == 0xF6 or op == 0xF7:
-            cyc += op_group3(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov, rep, ip0)
+            cyc += op_group3(np.int64(ctl.ctypes.data), op, ip, csb, sov, rep, ip0)
         elif op == 0xFE or op == 0xFF:
             # INC/DEC/CALL/JMP/PUSH r/m: straight to their family (through
             # op_misc this was two calls, each passing the arrays on the stack)
-            c, status = op_group45(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+            c, status = op_group45(np.int64(ctl.ctypes.data), op, ip, csb, sov)
             cyc += c
         else:
             # fast port reads see the cycle the instruction starts at, the same
             # clock a Python port handler sees after an exit
-            if MISC_COMMON[op]:
-                c, status = op_misc_common(regs, r8, mem, pf, xf, ctl, eff, op, ip, csb, sov)
+            common = MISC_COMMON[op]
+            if common == 2:
+                c, status = op_segs(np.int64(ctl.ctypes.data), op, ip, csb, sov)
+            elif common == 3:
+                c, status = op_misc_regs(np.int64(ctl.ctypes.data), op, ip, csb, sov)
+            elif common:
+                c, status = op_misc_common(np.int64(ctl.ctypes.data), op, ip, csb, sov)
             else:
-                c, status = op_misc(regs, r8, mem, pf, xf, ctl, eff, pk, pio, op, ip, csb, sov,
+                c, status = op_misc(np.int64(ctl.ctypes.data), op, ip, csb, sov,
                                     ip0, cycles)
             cyc += c
             if status == ST_IO_IN or status >= ST_FAULT:

@@ -171,7 +171,9 @@ class Cpu:
         """Registers and control words (memory belongs to the bus): copies
         that ``set_state`` restores exactly, mid-REP and interrupt shadow
         included."""
-        return {"regs": self.regs.copy(), "ctl": self.ctl.copy()}
+        ctl = self.ctl.copy()
+        ctl[S.C_ADDRESSES] = 0          # where this process has the arrays: not state
+        return {"regs": self.regs.copy(), "ctl": ctl}
 
     def set_state(self, state):
         regs = np.asarray(state["regs"], dtype=np.uint16)

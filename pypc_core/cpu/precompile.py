@@ -28,29 +28,27 @@ from . import core
 
 # the families the helper compiles (~7 s, and ~1 s to start) and the ones
 # compiled here (~9.5 s) while it does; ``run``'s own body follows here
-HELPER_SHARE = ("op_misc_common", "op_shift")
+HELPER_SHARE = ("op_misc_common", "op_shift", "op_segs", "op_misc_regs")
 OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string")
 
 
 def _signatures():
     from numba import types
-    u8 = types.Array(types.uint8, 1, "C")
-    i64a = types.Array(types.int64, 1, "C")
-    # regs, r8, mem, pf, xf, ctl, eff: every family's first arguments
-    state = (types.Array(types.uint16, 1, "C"), u8, u8, i64a, u8, i64a,
-             types.Array(types.int64, 2, "C"))
     i = types.int64
+    at = (i,)                     # ctl's address (the other arrays' are in it)
     return {
         # op, ip, csb, sov
-        "op_misc_common": state + (i,) * 4,
-        "op_group45": state + (i,) * 4,
-        "op_shift": state + (i,) * 4,
+        "op_misc_common": at + (i,) * 4,
+        "op_segs": at + (i,) * 4,
+        "op_misc_regs": at + (i,) * 4,
+        "op_group45": at + (i,) * 4,
+        "op_shift": at + (i,) * 4,
         # op, ip, csb, sov, rep, start_ip
-        "op_group3": state + (i,) * 6,
-        # pk, pio, then op, ip, csb, sov, start_ip, now
-        "op_misc": state + (u8, i64a) + (i,) * 6,
+        "op_group3": at + (i,) * 6,
+        # op, ip, csb, sov, start_ip, now
+        "op_misc": at + (i,) * 6,
         # op, ip, sov, rep, start_ip, last_prefix_ip, now, deadline, resumed
-        "op_string": state + (i,) * 8 + (types.boolean,),
+        "op_string": at + (i,) * 8 + (types.boolean,),
     }
 
 

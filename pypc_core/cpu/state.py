@@ -82,6 +82,19 @@ C_INT_MASK = 36       # 4 words: bit n set = stop before software INT n (EXIT_IN
 C_IOW_N = 40          # number of watched port ranges below
 C_IOW = 41            # 8 words: lo | hi << 16 | (1 read, 2 write) << 32: such ports exit
 IOW_MAX = 8
+# Where run() has the state arrays, for the out-of-line opcode families it
+# calls with ctl's address alone (numba passes an array as all its fields:
+# seven arrays were about 50 words pushed at every call).  run() writes them
+# at its start; they mean nothing outside a run, so get_state leaves them out.
+C_A_REGS = 52
+C_A_MEM = 53
+C_A_PF = 54
+C_A_XF = 55
+C_A_EFF = 56
+C_N_EFF = 57            # the effect buffer's rows
+C_A_PK = 58
+C_A_PIO = 59
+C_ADDRESSES = slice(C_A_REGS, C_A_PIO + 1)
 C_SIZE = 64
 
 # --- trace records (np.int64[capacity, TRACE_WORDS]): one per CPU Tick -------
