@@ -29,7 +29,7 @@ from . import core
 # the families the helper compiles (~7 s, and ~1 s to start) and the ones
 # compiled here (~9.5 s) while it does; ``run``'s own body follows here
 HELPER_SHARE = ("op_misc_common", "op_shift", "op_segs", "op_misc_regs")
-OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string")
+OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string", "op_int", "op_io")
 
 
 def _signatures():
@@ -47,6 +47,9 @@ def _signatures():
         "op_group3": at + (i,) * 6,
         # op, ip, csb, sov, start_ip, now
         "op_misc": at + (i,) * 6,
+        "op_int": at + (i,) * 6,
+        "op_out_of_line": at + (i,) * 6,
+        "op_io": at + (i,) * 6,
         # op, ip, sov, rep, start_ip, last_prefix_ip, now, deadline, resumed
         "op_string": at + (i,) * 8 + (types.boolean,),
     }
