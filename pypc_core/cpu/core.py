@@ -806,6 +806,20 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
 # opcode families that are not on the hottest path
 # ---------------------------------------------------------------------------
 
+
+
+_interrupt_inline = njit(**INLINE)(_py(interrupt))
+
+
+@njit(**JIT)
+def interrupt_a(a_ctl, vector, return_ip):
+    """``interrupt`` for ``run``'s NMI and trap entries, with ctl's address
+    for the arrays (see the module docstring)."""
+    ctl = i64_at(a_ctl, C_SIZE)
+    return _interrupt_inline(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
+                             i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE),
+                             u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
+                             i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), vector, return_ip)
 @njit(**JIT)
 def op_shift(a_ctl, op, ip, csb, sov):
     """D0-D3: rotates and shifts by 1 or CL (count not masked on the 8088)."""
@@ -2010,7 +2024,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
                     ctl[C_NMI] = 0
                     ctl[C_HALTED] = 0
                     ctl[C_NOW] = cycles
-                    cycles += interrupt(regs, mem, pf, xf, ctl, eff, 2, np.int64(regs[IP]))
+                    cycles += interrupt_a(np.int64(ctl.ctypes.data), 2, np.int64(regs[IP]))
                     insns += 1
                     continue
                 if ctl[C_INTR] != 0 and (regs[FLAGS] & F_IF):
@@ -2293,7 +2307,7 @@ def run(regs, mem, pf, xf, ctl, eff, pk, pio):
             attention = ((ctl[C_IO_READY] | ctl[C_NMI] | ctl[C_INTR] | ctl[C_HALTED]) != 0
                          or inhibit)
         if tf and not inhibit:
-            cycles += interrupt(regs, mem, pf, xf, ctl, eff, 1, np.int64(regs[IP]))
+            cycles += interrupt_a(np.int64(ctl.ctypes.data), 1, np.int64(regs[IP]))
         if status == ST_IO_OUT:
             exit_reason = EXIT_IO_OUT
             break
