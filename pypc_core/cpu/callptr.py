@@ -87,11 +87,29 @@ def store_word(typingctx, address, value):
 
 
 
+def _make_array(context, builder, dtype, address, n, columns=0):
+    """The C-contiguous array of ``n`` items (rows of ``columns``) of
+    ``dtype`` at the int64 ``address``, with no owner (numba's ``carray``
+    needs its runtime, which the core runs without)."""
+    from numba.np.arrayobj import populate_array
+    aryty = types.Array(dtype, 2 if columns else 1, "C")
+    ary = context.make_array(aryty)(context, builder)
+    item = context.get_data_type(dtype)
+    itemsize = context.get_constant(types.intp, context.get_abi_sizeof(item))
+    if columns:
+        cols = context.get_constant(types.intp, columns)
+        shape, strides = [n, cols], [builder.mul(itemsize, cols), itemsize]
+    else:
+        shape, strides = [n], [itemsize]
+    populate_array(ary, data=builder.inttoptr(address, item.as_pointer()),
+                   shape=cgutils.pack_array(builder, shape),
+                   strides=cgutils.pack_array(builder, strides),
+                   itemsize=itemsize, meminfo=None)
+    return ary._getvalue()
+
+
 def _array_at(dtype, ndim, columns=0):
-    """An intrinsic ``(address, n) -> array``: the ``n`` items (rows of
-    ``columns`` for 2-D) of ``dtype`` at ``address`` as a C-contiguous
-    array with no owner (numba's ``carray`` needs its runtime, which the
-    core runs without)."""
+    """An intrinsic ``(address, n) -> array`` (see ``_make_array``)."""
     aryty = types.Array(dtype, ndim, "C")
 
     @intrinsic
@@ -101,25 +119,56 @@ def _array_at(dtype, ndim, columns=0):
         sig = aryty(types.int64, types.int64)
 
         def codegen(context, builder, signature, args):
-            from numba.np.arrayobj import populate_array
-            address, n = args
-            ary = context.make_array(aryty)(context, builder)
-            item = context.get_data_type(dtype)
-            itemsize = context.get_constant(types.intp, context.get_abi_sizeof(item))
-            if ndim == 1:
-                shape, strides = [n], [itemsize]
-            else:
-                cols = context.get_constant(types.intp, columns)
-                shape, strides = [n, cols], [builder.mul(itemsize, cols), itemsize]
-            populate_array(ary, data=builder.inttoptr(address, item.as_pointer()),
-                           shape=cgutils.pack_array(builder, shape),
-                           strides=cgutils.pack_array(builder, strides),
-                           itemsize=itemsize, meminfo=None)
-            return ary._getvalue()
+            return _make_array(context, builder, dtype, args[0], args[1], columns)
 
         return sig, codegen
 
     return array_at
+
+
+def _state_views_intrinsic():
+    """``state_views(a_ctl) -> (ctl, regs, r8, mem, pf, xf, eff)``: the CPU's
+    state arrays of a run in progress, from ctl's address and the addresses
+    ``core.run`` left in ctl (``state.C_A_*``): what an out-of-line opcode
+    family, given ctl's address alone, starts with."""
+    from . import state as S
+    u8, u16, i64 = types.uint8, types.uint16, types.int64
+    tupty = types.Tuple((types.Array(i64, 1, "C"), types.Array(u16, 1, "C"),
+                         types.Array(u8, 1, "C"), types.Array(u8, 1, "C"),
+                         types.Array(i64, 1, "C"), types.Array(u8, 1, "C"),
+                         types.Array(i64, 2, "C")))
+
+    @intrinsic
+    def state_views(typingctx, a_ctl):
+        if a_ctl != types.int64:
+            return None
+        sig = tupty(types.int64)
+
+        def codegen(context, builder, signature, args):
+            i64t = ir.IntType(64)
+            words = builder.inttoptr(args[0], i64t.as_pointer())
+
+            def word(index):
+                return builder.load(builder.gep(words, [ir.Constant(i64t, index)]))
+
+            def const(v):
+                return ir.Constant(i64t, v)
+
+            regs = word(S.C_A_REGS)
+            values = [
+                _make_array(context, builder, i64, args[0], const(S.C_SIZE)),
+                _make_array(context, builder, u16, regs, const(S.REGS_SIZE)),
+                _make_array(context, builder, u8, regs, const(2 * S.REGS_SIZE)),
+                _make_array(context, builder, u8, word(S.C_A_MEM), const(S.MEM_SIZE)),
+                _make_array(context, builder, i64, word(S.C_A_PF), const(S.PAGE_TABLE_SIZE)),
+                _make_array(context, builder, u8, word(S.C_A_XF), const(S.MEM_SIZE)),
+                _make_array(context, builder, i64, word(S.C_A_EFF), word(S.C_N_EFF), 4),
+            ]
+            return context.make_tuple(builder, tupty, values)
+
+        return sig, codegen
+
+    return state_views
 
 
 def _python_array_at(dtype, columns=0):
@@ -139,13 +188,24 @@ def _python_array_at(dtype, columns=0):
     return array_at
 
 
+def _python_state_views(a_ctl):
+    """``state_views`` as plain Python (``NUMBA_DISABLE_JIT=1``)."""
+    from . import state as S
+    ctl = i64_at(a_ctl, S.C_SIZE)
+    return (ctl, u16_at(ctl[S.C_A_REGS], S.REGS_SIZE), u8_at(ctl[S.C_A_REGS], 2 * S.REGS_SIZE),
+            u8_at(ctl[S.C_A_MEM], S.MEM_SIZE), i64_at(ctl[S.C_A_PF], S.PAGE_TABLE_SIZE),
+            u8_at(ctl[S.C_A_XF], S.MEM_SIZE), i64_rows4_at(ctl[S.C_A_EFF], ctl[S.C_N_EFF]))
+
+
 if numba_config.DISABLE_JIT:
     u8_at = _python_array_at("uint8")
     u16_at = _python_array_at("uint16")
     i64_at = _python_array_at("int64")
     i64_rows4_at = _python_array_at("int64", 4)
+    state_views = _python_state_views
 else:
     u8_at = _array_at(types.uint8, 1)
     u16_at = _array_at(types.uint16, 1)
     i64_at = _array_at(types.int64, 1)
     i64_rows4_at = _array_at(types.int64, 2, 4)
+    state_views = _state_views_intrinsic()

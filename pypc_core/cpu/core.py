@@ -77,8 +77,8 @@ from .state import (
     T_LATCHED, T_LATCH, T_READS, T_DIV,
     O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
 )
-from .callptr import (call_handler, call_region, load_word, store_word, u8_at, u16_at,
-                      i64_at, i64_rows4_at)
+from .callptr import (call_handler, call_region, load_word, store_word, u8_at, i64_at,
+                      state_views)
 from .state import (C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF, C_SIZE,
                     MEM_SIZE, PAGE_TABLE_SIZE, REGS_SIZE)
 
@@ -522,50 +522,38 @@ ww_c = njit(**JIT)(_py(ww))
 # instead of 42.
 @njit(**JIT)
 def get_rm_a(a_ctl, sb, off, w):
-    ctl = i64_at(a_ctl, C_SIZE)
-    return get_rm(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_REGS], 2 * REGS_SIZE),
-                  u8_at(ctl[C_A_MEM], MEM_SIZE), i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE),
-                  u8_at(ctl[C_A_XF], MEM_SIZE), ctl, i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), sb, off, w)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    return get_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w)
 
 
 @njit(**JIT)
 def set_rm_a(a_ctl, sb, off, w, v):
-    ctl = i64_at(a_ctl, C_SIZE)
-    set_rm(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_REGS], 2 * REGS_SIZE),
-                  u8_at(ctl[C_A_MEM], MEM_SIZE), i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE),
-                  u8_at(ctl[C_A_XF], MEM_SIZE), ctl, i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), sb, off, w, v)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    set_rm(regs, r8, mem, pf, xf, ctl, eff, sb, off, w, v)
 
 
 @njit(**JIT)
 def push_a(a_ctl, v):
-    ctl = i64_at(a_ctl, C_SIZE)
-    push(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
-               i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE), u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
-               i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), v)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    push(regs, mem, pf, xf, ctl, eff, v)
 
 
 @njit(**JIT)
 def pop_a(a_ctl):
-    ctl = i64_at(a_ctl, C_SIZE)
-    return pop(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
-               i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE), u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
-               i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]))
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    return pop(regs, mem, pf, xf, ctl, eff)
 
 
 @njit(**JIT)
 def rw_a(a_ctl, sb, off):
-    ctl = i64_at(a_ctl, C_SIZE)
-    return rw(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
-               i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE), u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
-               i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), sb, off)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    return rw(regs, mem, pf, xf, ctl, eff, sb, off)
 
 
 @njit(**JIT)
 def ww_a(a_ctl, sb, off, v):
-    ctl = i64_at(a_ctl, C_SIZE)
-    ww(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
-               i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE), u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
-               i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), sb, off, v)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    ww(regs, mem, pf, xf, ctl, eff, sb, off, v)
 
 
 # ---------------------------------------------------------------------------
@@ -802,12 +790,6 @@ def interrupt(regs, mem, pf, xf, ctl, eff, vector, return_ip):
     return 71
 
 
-# ---------------------------------------------------------------------------
-# opcode families that are not on the hottest path
-# ---------------------------------------------------------------------------
-
-
-
 _interrupt_inline = njit(**INLINE)(_py(interrupt))
 
 
@@ -815,18 +797,18 @@ _interrupt_inline = njit(**INLINE)(_py(interrupt))
 def interrupt_a(a_ctl, vector, return_ip):
     """``interrupt`` for ``run``'s NMI and trap entries, with ctl's address
     for the arrays (see the module docstring)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    return _interrupt_inline(u16_at(ctl[C_A_REGS], REGS_SIZE), u8_at(ctl[C_A_MEM], MEM_SIZE),
-                             i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE),
-                             u8_at(ctl[C_A_XF], MEM_SIZE), ctl,
-                             i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF]), vector, return_ip)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
+    return _interrupt_inline(regs, mem, pf, xf, ctl, eff, vector, return_ip)
+
+
+# ---------------------------------------------------------------------------
+# opcode families that are not on the hottest path
+# ---------------------------------------------------------------------------
+
 @njit(**JIT)
 def op_shift(a_ctl, op, ip, csb, sov):
     """D0-D3: rotates and shifts by 1 or CL (count not masked on the 8088)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
@@ -909,13 +891,7 @@ def op_group3(a_ctl, op, ip, csb, sov, rep, start_ip):
 
     Returns cycles; a divide error enters INT 0 with the address after the
     instruction (as the 8088 does)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
@@ -1114,13 +1090,7 @@ def op_string(a_ctl, op, ip, sov, rep, start_ip, last_prefix_ip,
     an interrupt becomes pending; then IP is rewound so the instruction
     resumes (to its first prefix for our own budget; to the last prefix for a
     real interrupt, as the 8088 does).  Returns cycles."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     w = op & 1
     kind = (op >> 1) & 7   # 2 MOVS, 3 CMPS, 5 STOS, 6 LODS, 7 SCAS
     step = 2 if w else 1
@@ -1290,12 +1260,7 @@ def op_bcd(regs, r8, op, fl):
 def op_int(a_ctl, op, ip, csb, sov, start_ip, now):
     """INT 3, INT n, INTO: MISC_COMMON 4, in a small function (see
     op_segs).  Returns (cycles, status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     if op == 0xCC or op == 0xCD or (op == 0xCE and fl & F_OF):   # INT 3, INT n, INTO
         if op == 0xCC:
@@ -1325,11 +1290,7 @@ def op_int(a_ctl, op, ip, csb, sov, start_ip, now):
 def op_io(a_ctl, op, ip, csb, sov, start_ip, now):
     """IN and OUT: MISC_COMMON 5, in a small function (see op_segs).
     Returns (cycles, status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     pk = u8_at(ctl[C_A_PK], 65536)
     pio = i64_at(ctl[C_A_PIO], PIO_SIZE)
     fl = np.int64(regs[FLAGS])
@@ -1393,13 +1354,7 @@ def op_io(a_ctl, op, ip, csb, sov, start_ip, now):
 @njit(**JIT)
 def op_misc(a_ctl, op, ip, csb, sov, start_ip, now):
     """Everything not handled inline in run().  Returns (cycles, status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     # most frequent first: this chain is tested in order
     if op == 0xFE or op == 0xFF:
@@ -1495,13 +1450,7 @@ def op_segs(a_ctl, op, ip, csb, sov):
     numba zeroes the stack slot of every variable of a function at each
     call (op_misc_common's cost about 20 ns a call).  Returns (cycles,
     status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
         m, sb, off, ip, eac = modrm(regs, mem, csb, ip, sov)
@@ -1568,13 +1517,7 @@ def op_misc_regs(a_ctl, op, ip, csb, sov):
     near and far jumps, the far call and near returns (LEA, XCHG AX, CBW,
     CWD, SAHF, LAHF, TEST AL|AX imm), few variables for the same reason as
     op_segs.  Returns (cycles, status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     if op == 0x8D:                 # LEA
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
@@ -1661,13 +1604,7 @@ def op_misc_common(a_ctl, op, ip, csb, sov):
     function at each call (see the module docstring), and op_misc's many
     (I/O, INT n, ESC, BCD ...) made each of these pay for about 130 of
     them.  Returns (cycles, status)."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    r8 = u8_at(ctl[C_A_REGS], 2 * REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
-    pf = i64_at(ctl[C_A_PF], PAGE_TABLE_SIZE)
-    xf = u8_at(ctl[C_A_XF], MEM_SIZE)
-    eff = i64_rows4_at(ctl[C_A_EFF], ctl[C_N_EFF])
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     if op == 0x8F:                 # POP r/m (reg field ignored)
         m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
@@ -1769,9 +1706,7 @@ def op_group45(a_ctl, op, ip, csb, sov):
     FE /2-/7 (undefined) act on a word made of the byte operand and 0xFF
     upper half on the 8088... we follow the word form with the byte operand
     zero-extended, which keeps the machine consistent."""
-    ctl = i64_at(a_ctl, C_SIZE)
-    regs = u16_at(ctl[C_A_REGS], REGS_SIZE)
-    mem = u8_at(ctl[C_A_MEM], MEM_SIZE)
+    ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     w = op & 1
     m, sb, off, ip, eac = modrm_c(regs, mem, csb, ip, sov)
     kind = (m >> 3) & 7
