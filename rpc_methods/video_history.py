@@ -65,8 +65,8 @@ class History:
         self.ctl = ctl
         self.id = history_id
         self.capacity = capacity
-        # the retained events: a ring of rows (``bus.journal``'s EV_* layout:
-        # kind, address, old and new packed, then the clock), the event of
+        # the retained events: a ring of rows (word 0 kind, address, old and
+        # new packed as ``bus.journal.event_word`` does, word 1 the clock), the event of
         # sequence q in row (q - 1) % capacity (dicts are made only for a
         # read's page) (written through once here: appending then never
         # waits for the operating system to hand out fresh pages)

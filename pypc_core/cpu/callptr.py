@@ -16,7 +16,7 @@ the 64-bit targets numba supports passes exactly like a pointer.)
 from llvmlite import ir
 from numba import config as numba_config
 from numba import types
-from numba.core import cgutils  # noqa: F401  (numba's codegen helpers load with it)
+from numba.core import cgutils
 from numba.extending import intrinsic
 
 
@@ -84,7 +84,6 @@ def store_word(typingctx, address, value):
         return context.get_dummy_value()
 
     return sig, codegen
-
 
 
 def _make_array(context, builder, dtype, address, n, columns=0):

@@ -1283,7 +1283,7 @@ def op_int(a_ctl, op, ip, csb, sov, start_ip, now):
     if op == 0xCE:                 # INTO, no overflow
         regs[IP] = ip
         return 4, ST_OK
-    return 0, ST_FAULT          # (run sends only INT_OPS opcodes here)
+    return 0, ST_FAULT          # (op_out_of_line sends only INT_OPS here)
 
 
 @njit(**JIT)
@@ -1348,17 +1348,17 @@ def op_io(a_ctl, op, ip, csb, sov, start_ip, now):
             _record(ctl, eff, EFF_IO_READ, port, v & (0xFFFF if w else 0xFF), 1 + w)
         regs[IP] = ip
         return cyc, ST_OK
-    return 0, ST_FAULT          # (run sends only IO_OPS opcodes here)
+    return 0, ST_FAULT          # (op_out_of_line sends only IO_OPS here)
 
 
 @njit(**JIT)
 def op_misc(a_ctl, op, ip, csb, sov, start_ip, now):
-    """Everything not handled inline in run().  Returns (cycles, status)."""
+    """The rare out-of-line opcodes (MISC_COMMON 0: WAIT, AAM, AAD, SALC,
+    ESC, HLT, the BCD adjusts, the stuck pseudo-opcode); run sends FE/FF to
+    op_group45 and the others to their small family.  Returns (cycles,
+    status)."""
     ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
-    # most frequent first: this chain is tested in order
-    if op == 0xFE or op == 0xFF:
-        return op_group45(a_ctl, op, ip, csb, sov)
     if op == 0x9B:                 # WAIT: no coprocessor, TEST is never asserted
         regs[IP] = ip
         return 4, ST_OK
@@ -1393,12 +1393,6 @@ def op_misc(a_ctl, op, ip, csb, sov, start_ip, now):
             rw_a(a_ctl, sb, off)
         regs[IP] = ip
         return (2 if sb < 0 else 8 + eac), ST_OK
-    if op == 0xE8:                 # CALL near
-        d = fetch16(mem, csb, ip)
-        ip = (ip + 2) & 0xFFFF
-        push_a(a_ctl, ip)
-        regs[IP] = (ip + d) & 0xFFFF
-        return 23, ST_OK
     if op == 0xF4:                 # HLT
         regs[IP] = ip
         ctl[C_HALTED] = 1
@@ -1416,30 +1410,26 @@ def op_misc(a_ctl, op, ip, csb, sov, start_ip, now):
     return 0, ST_FAULT
 
 
-# Which small family serves an out-of-line opcode: 2 op_segs, 3 op_misc_regs,
-# 1 op_misc_common, 0 op_misc (run's "else"); index OP_STUCK included, so
-# the pseudo-opcode can be looked up.
+# The small family that serves an out-of-line opcode (op_out_of_line looks
+# it up): each family's opcodes below; 0, op_misc, for the rest.  Index
+# OP_STUCK included, so the pseudo-opcode can be looked up.
+COMMON_OPS = (0x86, 0x87, 0x8F, 0xA0, 0xA1, 0xA2, 0xA3,      # XCHG r/m, POP r/m, MOV moffs
+              0xC4, 0xC5, 0xC6, 0xC7,                        # LES/LDS, MOV r/m imm
+              0xD0, 0xD1, 0xD2, 0xD3, 0xD7)                  # shifts, XLAT
+SEGS_OPS = (0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F,  # PUSH/POP sreg
+            0x8C, 0x8E, 0x9C, 0x9D,                          # MOV sreg, PUSHF/POPF
+            0xC8, 0xC9, 0xCA, 0xCB, 0xCF,                    # RETF, IRET
+            0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD)        # CMC, flags
+MISC_REGS_OPS = (0x8D, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,  # LEA, XCHG AX, reg
+                 0x98, 0x99, 0x9A, 0x9E, 0x9F,               # CBW CWD CALLF SAHF LAHF
+                 0xA8, 0xA9, 0xC0, 0xC1, 0xC2, 0xC3,         # TEST imm, RET near
+                 0xE9, 0xEA)                                 # JMP near, far
+INT_OPS = (0xCC, 0xCD, 0xCE)
+IO_OPS = (0xE4, 0xE5, 0xE6, 0xE7, 0xEC, 0xED, 0xEE, 0xEF)
 MISC_COMMON = np.zeros(OP_STUCK + 1, dtype=np.uint8)
-MISC_COMMON[[0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F,     # PUSH/POP sreg
-             0x86, 0x87, 0x8C, 0x8D, 0x8E, 0x8F,                  # XCHG, MOV sreg, LEA, POP
-             0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97,            # XCHG AX, reg
-             0x98, 0x99, 0x9A, 0x9C, 0x9D, 0x9E, 0x9F,            # CBW CWD CALLF PUSHF ...
-             0xA0, 0xA1, 0xA2, 0xA3, 0xA8, 0xA9,                  # MOV moffs, TEST imm
-             0xC0, 0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6, 0xC7,      # RET, LES/LDS, MOV imm
-             0xC8, 0xC9, 0xCA, 0xCB, 0xCF,                        # RETF, IRET
-             0xD0, 0xD1, 0xD2, 0xD3, 0xD7,                        # shifts, XLAT
-             0xE9, 0xEA, 0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD]] = 1   # JMP, CMC, flags
-# ... of which op_segs has these (MISC_COMMON 2)
-SEGS_OPS = (0x06, 0x07, 0x0E, 0x0F, 0x16, 0x17, 0x1E, 0x1F, 0x8C, 0x8E, 0x9C, 0x9D,
-            0xC8, 0xC9, 0xCA, 0xCB, 0xCF, 0xF5, 0xF8, 0xF9, 0xFA, 0xFB, 0xFC, 0xFD)
-MISC_COMMON[list(SEGS_OPS)] = 2
-# ... and op_misc_regs these (MISC_COMMON 3)
-MISC_REGS_OPS = (0x8D, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9A, 0x9E, 0x9F,
-                 0xA8, 0xA9, 0xC0, 0xC1, 0xC2, 0xC3, 0xE9, 0xEA)
-MISC_COMMON[list(MISC_REGS_OPS)] = 3
-# ... op_int (4) and op_io (5) these, from op_misc's many
-MISC_COMMON[[0xCC, 0xCD, 0xCE]] = 4
-MISC_COMMON[[0xE4, 0xE5, 0xE6, 0xE7, 0xEC, 0xED, 0xEE, 0xEF]] = 5
+for _family, _ops in ((1, COMMON_OPS), (2, SEGS_OPS), (3, MISC_REGS_OPS), (4, INT_OPS),
+                      (5, IO_OPS)):
+    MISC_COMMON[list(_ops)] = _family
 
 
 @njit(**JIT)
@@ -1448,8 +1438,7 @@ def op_segs(a_ctl, op, ip, csb, sov):
     and from registers and the stack, far returns, IRET, the flag
     instructions): SEGS_OPS, in the smallest function that holds them, for
     numba zeroes the stack slot of every variable of a function at each
-    call (op_misc_common's cost about 20 ns a call).  Returns (cycles,
-    status)."""
+    call (see the module docstring).  Returns (cycles, status)."""
     ctl, regs, r8, mem, pf, xf, eff = state_views(a_ctl)
     fl = np.int64(regs[FLAGS])
     if op == 0x8E:                 # MOV sreg, r/m (8E /1 loads CS on the 8088)
@@ -1508,7 +1497,7 @@ def op_segs(a_ctl, op, ip, csb, sov):
         if op == 0xFB:
             return 2, ST_INHIBIT
         return 2, ST_OK
-    return 0, ST_FAULT          # (run sends only SEGS_OPS opcodes here)
+    return 0, ST_FAULT          # (op_out_of_line sends only SEGS_OPS here)
 
 
 @njit(**JIT)
@@ -1592,7 +1581,7 @@ def op_misc_regs(a_ctl, op, ip, csb, sov):
         regs[CS] = fetch16(mem, csb, ip + 2)
         regs[IP] = noff
         return 15, ST_OK
-    return 0, ST_FAULT          # (run sends only MISC_REGS_OPS opcodes here)
+    return 0, ST_FAULT          # (op_out_of_line sends only MISC_REGS_OPS here)
 
 
 @njit(**JIT)
@@ -1674,7 +1663,7 @@ def op_misc_common(a_ctl, op, ip, csb, sov):
         set_reg(regs, r8, reg, w, a)
         regs[IP] = ip
         return (4 if sb < 0 else 17 + eac + 8 * w), ST_OK
-    return 0, ST_FAULT          # (run sends only MISC_COMMON opcodes here)
+    return 0, ST_FAULT          # (op_out_of_line sends only COMMON_OPS here)
 
 
 @njit(**JIT)

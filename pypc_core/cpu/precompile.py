@@ -48,7 +48,6 @@ def _signatures():
         # op, ip, csb, sov, start_ip, now
         "op_misc": at + (i,) * 6,
         "op_int": at + (i,) * 6,
-        "op_out_of_line": at + (i,) * 6,
         "op_io": at + (i,) * 6,
         # op, ip, sov, rep, start_ip, last_prefix_ip, now, deadline, resumed
         "op_string": at + (i,) * 8 + (types.boolean,),
