@@ -4,19 +4,17 @@ the adapter's text backing store (and a VGA's font plane), writes to the
 adapter's ports, and mode changes.
 
 How it records: the video card journals its memory write by write
-(``journal_start``: while recording, every byte a write changes is logged
-into a ``bus.journal.WriteLog`` -- by the core itself for a card's RAM
-window (a CGA's), by the card's compiled window handler for a VGA's planes;
-CPU writes, REP STOSW included, and the firmware's and ``memory.write``'s
+(``journal_start``: while recording, every byte a write changes is appended
+to a ``bus.journal.WriteLog`` -- by the core itself for a card's RAM window
+(a CGA's), by the card's compiled window handler for a VGA's planes; CPU
+writes, REP STOSW included, and the firmware's and ``memory.write``'s
 alike); every write to the card's ports is journaled as it happens (the
 history observes the machine's port map while recording,
 ``PortMap.add_observer``, so ports the CPU would answer itself go through
-Python too).  The log is drained in order at
-every such port write, every Python-side write to the window, and after
-every slice of execution (at most :data:`SLICE_CYCLES`, 524,288 cycles or
-about 110 emulated ms, while recording: the log holds what the fastest
-writer makes in that time) and every step, so two writes to one byte are
-two events, in program order.  An event's ``clock`` is exact: the emulated
+Python too).  The log is this history's ring: the core, the card and this
+module append to it in program order, so two writes to one byte are two
+events, in order, and nothing is copied out of it (events become dicts
+only for a read's page).  An event's ``clock`` is exact: the emulated
 cycle its write happened at -- for a CPU write the cycle its instruction
 began at (a REP string's: its iteration's), which the core hands the
 journal with the write; for ``memory.write``, firmware writes and port
@@ -37,7 +35,7 @@ import hashlib
 import numpy as np
 
 from pypc_core import hookimpl
-from pypc_core.bus.journal import FONT, TEXT, WriteLog, drain_into, event_fields, event_word
+from pypc_core.bus.journal import FONT, TEXT, WriteLog, event_fields, event_word
 from pypc_core.rpc import params as P
 from pypc_core.rpc.errors import device_absent, invalid, not_found
 from pypc_core.rpc.parts import Counter
@@ -46,13 +44,9 @@ MAX_CAPACITY = 1_000_000
 DEFAULT_CAPACITY = 500_000
 MAX_READ = 4096
 DEFAULT_READ = 1024
-SLICE_CYCLES = 1 << 19               # 524,288 cycles, about 110 emulated ms, while recording
-# the card's log between drains: REP STOSW writes a byte every 7 cycles, so a
-# slice makes at most 75,000 writes, a VGA's up to three entries each
-LOG_ENTRIES = 1 << 18
 KIND_NAMES = {1: "text", 2: "font", 3: "port", 4: "clear_text", 5: "mode"}
 KIND_CODES = {name: code for code, name in KIND_NAMES.items()}
-# the card's log kinds are the events' codes (the drain copies them as they are)
+# the card's log kinds are the events' codes (its entries are the events)
 assert KIND_CODES["text"] == TEXT and KIND_CODES["font"] == FONT
 
 
@@ -65,50 +59,54 @@ class History:
         self.ctl = ctl
         self.id = history_id
         self.capacity = capacity
-        # the retained events: a ring of rows (word 0 kind, address, old and
-        # new packed as ``bus.journal.event_word`` does, word 1 the clock), the event of
-        # sequence q in row (q - 1) % capacity (dicts are made only for a
-        # read's page) (written through once here: appending then never
-        # waits for the operating system to hand out fresh pages)
-        self.ring = np.full((capacity, 2), 0, dtype=np.int64)
-        self.next_sequence = 1
-        self.never_recorded = 0        # writes the card's log had no room for
+        # the retained events: the log's ring (word 0 kind, address, old and
+        # new packed as ``bus.journal.event_word`` does, word 1 the clock),
+        # the event of sequence q its entry q - 1; it keeps at least
+        # ``capacity`` entries (written through once here: appending then
+        # never waits for the operating system to hand out fresh pages)
+        self.log = WriteLog(capacity)
+        self.log.ring[:] = 0
         self.active = False
         video = ctl.machine.video
         self.video = video
-        self.vram = np.frombuffer(video.vram_bytes(), dtype=np.uint8).copy()
-        # a VGA's plane 2 (the fonts): its bytes are journaled while the card
-        # is in a text mode
+        # the text memory (and a VGA's plane 2, the fonts) as the journal
+        # shows it: the log's views, which every append keeps current
+        now = np.frombuffer(video.vram_bytes(), dtype=np.uint8)
+        self.vram = self.log.views[TEXT][:len(now)]
+        self.vram[:] = now
         font_plane = getattr(video, "font_plane", None)     # a card with a font in RAM
-        self.font = None if font_plane is None else np.array(font_plane(), dtype=np.uint8)
+        self.font = None
+        if font_plane is not None:
+            plane = np.asarray(font_plane(), dtype=np.uint8)
+            self.font = self.log.views[FONT][:len(plane)]
+            self.font[:] = plane
         self.mode = self._mode()
         self.graphics = bool(video.is_graphics())
         self._pm = None                 # the port map observed (this machine's)
         self._ports = set(p for p in video.declaration.ports)
-        self.log = WriteLog(LOG_ENTRIES)
-        self._no_font = np.zeros(1, dtype=np.uint8)
-        self.log.flush = self.drain
 
     def _mode(self):
         v = self.video
         return (int(v.graphics_mode()), int(v.columns()), int(v.display_address()))
 
     def _add(self, kind, address, old, new, clock=None):
-        row = (self.next_sequence - 1) % self.capacity
-        self.ring[row, 0] = event_word(KIND_CODES[kind], int(address), int(old), int(new))
-        self.ring[row, 1] = self.ctl.machine.clock() if clock is None else clock
-        self.next_sequence += 1
+        self.log.append(event_word(KIND_CODES[kind], int(address), int(old), int(new)),
+                        self.ctl.machine.clock() if clock is None else clock)
+
+    @property
+    def next_sequence(self):
+        return self.log.count + 1
 
     @property
     def lost(self):
-        """Events overwritten in the ring, and writes never recorded."""
-        return max(0, self.next_sequence - 1 - self.capacity) + self.never_recorded
+        """Events overwritten in the ring."""
+        return max(0, self.log.count - self.capacity)
 
     def page(self, first, n):
         """Events of sequences ``first`` .. ``first + n - 1`` as dicts."""
         out = []
         for q in range(first, first + n):
-            word, clock = self.ring[(q - 1) % self.capacity].tolist()
+            word, clock = self.log.row(q - 1)
             kind, address, old, new = event_fields(word)
             out.append({"sequence": q, "clock": clock, "kind": KIND_NAMES[kind],
                         "address": address, "old": old, "new": new})
@@ -120,12 +118,8 @@ class History:
         self.active = True
         pm.add_observer(self)
 
-    # (the port map's observer protocol: the card's port writes, in order
-    # with the memory writes logged before them)
-    def before_write(self, port, value, width):
-        if self.active and port in self._ports:
-            self.drain()                # memory written before this OUT comes first
-
+    # (the port map's observer protocol: the card's port writes, appended
+    # after the memory writes logged before them)
     def after_write(self, port, value, width):
         if self.active and port in self._ports:
             self._add("port", port, width, value & (0xFF if width == 1 else 0xFFFF))
@@ -133,7 +127,6 @@ class History:
 
     def stop(self):
         if self.active:
-            self.drain()
             self.catch_up()
             self.active = False
             self.video.journal_stop()
@@ -141,39 +134,25 @@ class History:
 
     close = stop                        # dropped by the controller (rpc.parts)
 
-    def drain(self):
-        """Turn what the card logged since the last drain into events, in
-        order, each at the cycle it was logged at (one compiled pass from
-        the log into the ring, the text and font copies kept current)."""
-        font = self.font if self.font is not None else self._no_font
-        n, lost = drain_into(self.log.words, self.ring, self.next_sequence - 1, self.vram,
-                             font)
-        self.next_sequence += int(n)
-        # the log filled inside one slice (it holds LOG_ENTRIES): those
-        # writes are gone, and lost_events says so
-        self.never_recorded += int(lost)
-
     def catch_up(self):
         """Events for what the text (and font) memory holds that the journal
-        did not show, in address order (nothing in a graphics mode)."""
+        did not show, in address order (nothing in a graphics mode); each
+        event's new byte goes to the log's view as it is added."""
         if self.video.is_graphics():
             return
         now = np.frombuffer(self.video.vram_bytes(), dtype=np.uint8)
         changed = np.nonzero(now != self.vram)[0]
         if len(changed) > 1 and self.font is not None and not now.any():
             self._add("clear_text", 0, 0, 0)     # the VGA's text memory became all zero
+            self.vram[:] = 0
         else:
             for a in changed.tolist():
                 self._add("text", a, self.vram[a], now[a])
-        if len(changed):
-            self.vram = now.copy()
         if self.font is not None:
             plane = self.video.font_plane()
             changed = np.nonzero(plane != self.font)[0]
             for a in changed.tolist():
                 self._add("font", a, self.font[a], plane[a])
-            if len(changed):
-                self.font[:] = plane
 
     def compare_mode(self):
         mode = self._mode()
@@ -199,13 +178,7 @@ class History:
 
     def after_slice(self, ctl):
         if self.active:
-            self.drain()
             self.compare_mode()
-
-    def limit(self, ctl, cycles):
-        if not self.active:
-            return cycles
-        return min(cycles, SLICE_CYCLES)
 
     @property
     def first_available(self):
@@ -256,7 +229,6 @@ def start(ctl, params):
 def read(ctl, params):
     h = _current(ctl, params.get("history_id"), "video.history.read")
     if h.active:
-        h.drain()
         h.catch_up()
     n = P.length(params.get("limit", DEFAULT_READ), "limit", MAX_READ)
     cursor = params.get("cursor")

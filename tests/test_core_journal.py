@@ -126,18 +126,52 @@ def test_paused_logging_leaves_plain_pages_and_python_writes_are_journaled():
         m.video.journal_stop()
 
 
-def test_a_full_log_counts_what_it_could_not_hold():
+def test_a_small_ring_keeps_the_newest_entries_and_counts_the_overwritten():
     m = machine()
     m.memory.write(WINDOW, bytes(64))
     code = seg(0xB800) + regs(0, 0, 32, 0x0101) + b"\xFC\xF3\xAB\xFA\xF4"   # 64 changed bytes
     m.memory.write(CODE, code)
     m.set_registers(cs=CODE >> 4, ip=0, flags=2)
-    log = WriteLog(5)
+    log = WriteLog(5)                       # 8 rows: the newest 8 entries stay
+    assert log.rows == 8
     m.video.journal_start(log)
     try:
         assert m.run_for(1_000_000).kind == "halt"
     finally:
         m.video.journal_stop()
+    assert log.count == 64
     entries, lost = log.drain()
-    assert [tuple(e[1:4]) for e in entries.tolist()] == [(i, 0, 1) for i in range(5)]
-    assert lost == 59
+    assert [tuple(e[1:4]) for e in entries.tolist()] == [(i, 0, 1) for i in range(56, 64)]
+    assert lost == 56
+    # the view saw every entry, the overwritten ones too
+    assert (log.views[TEXT][:64] == 1).all() and not log.views[TEXT][64:].any()
+
+
+def test_the_view_is_the_window_as_the_journal_shows_it():
+    """Whoever appends (the core, Python's writes) stores the new byte in
+    the log's view: after any journaled writes the view equals the window
+    where it was journaled, and a write made with logging paused is the
+    only difference left."""
+    m = machine()
+    m.memory.write(WINDOW, bytes(SIZE))
+    code = (seg(0xBC00) + regs(100, 0, 50, 0x4142) + b"\xFC\xF3\xAB"    # the second copy
+            + seg(0xB800) + b"\x26\xC6\x06\x00\x00\x7F" + b"\xFA\xF4")
+    m.memory.write(CODE, code)
+    m.set_registers(cs=CODE >> 4, ip=0, flags=2)
+    log = WriteLog(1)
+    view = log.views[TEXT]
+    m.video.journal_start(log)
+    try:
+        assert m.run_for(1_000_000).kind == "halt"
+        m.memory.write(WINDOW + 1000, b"\x55\x66")
+        assert (view[:SIZE] == m.memory.mem[WINDOW:WINDOW + SIZE]).all()
+        assert log.count == 100 + 1 + 2
+        j = m.video._journal
+        j.set_logging(False)
+        m.memory.write(WINDOW + 2000, b"\x77")
+        j.set_logging(True)
+    finally:
+        m.video.journal_stop()
+    differ = np.nonzero(view[:SIZE] != m.memory.mem[WINDOW:WINDOW + SIZE])[0]
+    assert differ.tolist() == [2000]
+    assert not view[SIZE:].any()

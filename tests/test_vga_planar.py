@@ -214,7 +214,7 @@ def test_window_handler_ignores_op_bits_above_the_first():
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as hst  # noqa: E402
 
-from pypc_core.bus.journal import FONT, TEXT, WriteLog  # noqa: E402
+from pypc_core.bus.journal import FONT, TEXT, VIEW_BYTES, WriteLog  # noqa: E402
 
 
 def _reference(planes, st, a, v):
@@ -275,5 +275,10 @@ def test_journaled_write_is_cpu_write_and_logs_every_changed_byte(
     entries, lost = log.drain()
     assert lost == 0
     assert [tuple(e) for e in entries.tolist()] == want
+    # the log's views hold each logged byte's newest value, nothing else
+    views = {TEXT: np.zeros(VIEW_BYTES, np.uint8), FONT: np.zeros(VIEW_BYTES, np.uint8)}
+    for kind, offset, _old, new, _cycle in want:
+        views[kind][offset] = new
+    assert (log.views[TEXT] == views[TEXT]).all() and (log.views[FONT] == views[FONT]).all()
     assert (ref.planes == jv.planes).all()
     assert (ref.st == jv.st).all()

@@ -361,8 +361,9 @@ class CGA(Device):
         ``bus.journal.WriteLog``: kind ``TEXT``, the offset in the 16 KiB),
         CPU writes at either copy and Python-side writes alike, in program
         order -- while the card is in a text mode (graphics memory is not
-        journaled).  Until ``journal_stop`` the window's pages call a
-        compiled handler; without a journal they are plain RAM again."""
+        journaled).  Until ``journal_stop`` the core appends to the log as
+        it writes the window's pages (``bus.journal.RamJournal``); without
+        a journal they are plain RAM again."""
         self.journal_stop()
         if self._board is None:
             raise RuntimeError("cga: not attached to a board")

@@ -37,8 +37,7 @@ import numpy as np
 from numba import njit
 
 from pypc_core.bus.journal import (
-    ENTRY_KIND_SHIFT, ENTRY_OFFSET_SHIFT, ENTRY_WORDS, FONT, L_CAPACITY, L_COUNT, L_HEADER,
-    L_LOST, TEXT, recompile_with_the_log_layout, voidptr,
+    FONT, TEXT, log_append, recompile_with_the_log_layout, voidptr,
 )
 
 # the journaled writes below inline the log's layout: a change there must
@@ -491,20 +490,6 @@ def port_handler():
 # memory is not journaled)
 
 @njit(**dict(JIT, inline="always"))
-def _log(log, kind, offset, old, new, cycle):
-    # log_append, inlined into the handler (a call passing the arrays costs
-    # more than the append)
-    n = log[L_COUNT]
-    if n >= log[L_CAPACITY]:
-        log[L_LOST] += 1
-        return
-    e = L_HEADER + n * ENTRY_WORDS
-    log[e] = (kind << ENTRY_KIND_SHIFT) | (offset << ENTRY_OFFSET_SHIFT) | (old << 8) | new
-    log[e + 1] = cycle
-    log[L_COUNT] = n + 1
-
-
-@njit(**dict(JIT, inline="always"))
 def journaled_write(planes, st, a, v, log, cycle):
     off = window_offset(st, a)
     if off < 0:
@@ -532,9 +517,9 @@ def journaled_write(planes, st, a, v, log, cycle):
                 if b != v and logging:
                     if p < 2:
                         if text:
-                            _log(log, TEXT, addr + p, b, v, cycle)
+                            log_append(log, TEXT, addr + p, b, v, cycle)
                     elif p == 2:
-                        _log(log, FONT, addr, b, v, cycle)
+                        log_append(log, FONT, addr, b, v, cycle)
         return
     b0 = np.int64(planes[0, addr])
     b1 = np.int64(planes[1, addr])
@@ -545,13 +530,13 @@ def journaled_write(planes, st, a, v, log, cycle):
     if addr < 0x8000 and (addr & 1) == 0:
         n0 = np.int64(planes[0, addr])
         if n0 != b0:
-            _log(log, TEXT, addr, b0, n0, cycle)
+            log_append(log, TEXT, addr, b0, n0, cycle)
         n1 = np.int64(planes[1, addr])
         if n1 != b1:
-            _log(log, TEXT, addr + 1, b1, n1, cycle)
+            log_append(log, TEXT, addr + 1, b1, n1, cycle)
     n2 = np.int64(planes[2, addr])
     if n2 != b2:
-        _log(log, FONT, addr, b2, n2, cycle)
+        log_append(log, FONT, addr, b2, n2, cycle)
 
 
 @njit(**JIT)

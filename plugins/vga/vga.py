@@ -150,8 +150,7 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
         """``count`` CPU word writes of ``word`` (REP STOSW): low byte first."""
         if self._journal is not None:
             return self._journaled(count, lambda log, i, n, now: planar.journaled_fill_words(
-                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log, now),
-                per=2)
+                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log, now))
         planar.fill_words(self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF)
 
     def mem_copy(self, dst, src, count):
@@ -210,24 +209,13 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
         """The bus's Python-side writes into the window while journaling."""
         self.mem_block_write(address, np.asarray(data, dtype=np.uint8).tobytes())
 
-    def _journaled(self, count, fn, per=1):
-        """Run ``fn(log_words, start, n, cycle)`` over ``count`` items in
-        chunks the log has room for (an item writes ``per`` bytes, each up to
-        three entries), draining it (``flush``) before, between and after, so
-        the entries follow the CPU's in order; they are at the machine's
-        cycle now (these writes come from Python: firmware, the bus)."""
-        log = self._journal[0]
-        now = self._board.clock()
-        per_item = 3 * per
-        i = 0
-        log.flush_now()
-        while i < count:
-            if log.room() < per_item:
-                log.flush_now()
-            n = min(count - i, max(1, log.room() // per_item))
-            fn(log.words, i, n, now)
-            i += n
-        log.flush_now()
+    def _journaled(self, count, fn):
+        """Run ``fn(log_words, 0, count, cycle)``: the writes of ``count``
+        items, journaled after whatever the CPU journaled before (the log
+        is one ring: entries are in the order they are appended), at the
+        machine's cycle now (these writes come from Python: firmware, the
+        bus)."""
+        fn(self._journal[0].words, 0, count, self._board.clock())
 
     def video_firmware(self, service):
         """The card's INT 10h (its ROM's services) for the system BIOS's

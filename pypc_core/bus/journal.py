@@ -2,25 +2,28 @@
 program order, for a recorder (the RPC's ``video.history``).
 
 * :class:`WriteLog` -- ``int64`` words in the core's journal layout
-  (``cpu.state`` JL_*/JE_*): a header (entry count, capacity, entries lost to
-  a full log) and entries of two words, ``kind | offset | old | new`` packed
-  and the emulated cycle of the write.  The compiled side appends; the
-  Python side drains.  ``flush`` (set by the recorder) is called by
-  Python-side writers (firmware services, the RPC's ``memory.write``)
-  before and after they write, so their entries come after the CPU's in
-  order and the log never fills from Python.
+  (``cpu.state`` JL_*/JE_*): a header (entries appended, the ring's mask,
+  the views' addresses) and a ring of rows of two words, ``kind | offset |
+  old | new`` packed and the emulated cycle of the write.  The compiled
+  side (the core, a card's handler) and Python append to the same ring, so
+  the entries are in program order as they are written and a recorder
+  reads its events straight from the ring: nothing drains or copies them.
+  The ring keeps the newest entries (a power of two of them, at least the
+  capacity asked for); older ones are overwritten.  Each appender also
+  stores every TEXT entry's new byte into the log's text view (FONT
+  entries' into its font view): the window as the journal shows it.
 * :class:`RamJournal` -- a RAM window of ``size`` bytes seen ``copies``
   times in a row (a CGA's 16 KiB at B8000h and again at BC000h), journaled
   by the core itself: its pages are PG_JOURNAL, and a CPU write that
-  changes a byte appends the entry inline (two stores, no call), with the
-  cycle its instruction began at -- a REP string's, its iteration's.  The
-  copies stay equal through the pages' alias ring, as without a journal;
-  entries are kind ``TEXT`` with the offset in the first copy.  Logging can
-  be paused (``set_logging(False)``: a card in a graphics mode); the pages
-  are then plain RAM again.  Switched off, nothing on the CPU's path
-  changes.
+  changes a byte appends the entry in ``_wb_slow`` (inlined there: four
+  stores), with the cycle its instruction began at -- a REP string's, its
+  iteration's.  The copies stay equal through the pages' alias ring, as
+  without a journal; entries are kind ``TEXT`` with the offset in the first
+  copy.  Logging can be paused (``set_logging(False)``: a card in a
+  graphics mode); the pages are then plain RAM again.  Switched off,
+  nothing on the CPU's path changes.
 * A card whose window is a compiled handler (a VGA's planes) journals in its
-  handler: :func:`log_append` appends one entry from compiled code.
+  handler: :func:`log_append` (inlined) appends one entry from compiled code.
 * :func:`voidptr` -- an ``int64`` address as a numba ``voidptr``: a compiled
   handler reaches arrays (the log, ``mem``) whose addresses its context
   holds.
@@ -32,12 +35,16 @@ from numba import njit, types
 from numba.extending import intrinsic
 
 from ..cpu.state import (
-    JE_KIND, JE_OFFSET, JE_WORDS, JL_CAPACITY, JL_COUNT, JL_HEADER, JL_LOST, PAGE_SHIFT,
+    JE_KIND, JE_OFFSET, JE_WORDS, JL_COUNT, JL_FONT_VIEW, JL_HEADER, JL_MASK, JL_VIEW,
+    JL_VIEW_BYTES, PAGE_SHIFT,
 )
+from ..cpu import callptr as _callptr
 from ..cpu import state as _state
 from ..cpu.cache_key import invalidate_if_stale
+from ..cpu.callptr import store_u8
 
-invalidate_if_stale(__file__, depends=(_state.__file__,))    # the layout is frozen in
+# the layout and store_u8 are frozen into the compiled code
+invalidate_if_stale(__file__, depends=(_state.__file__, _callptr.__file__))
 
 
 def recompile_with_the_log_layout(module):
@@ -45,14 +52,16 @@ def recompile_with_the_log_layout(module):
     compiled code inlines the log's layout: throws numba's cache of it away
     when this module or the core's layout changed (numba checks only the
     module's own source).  Call it before the module's first compile."""
-    invalidate_if_stale(module, depends=(__file__, _state.__file__))
+    invalidate_if_stale(module, depends=(__file__, _state.__file__, _callptr.__file__))
 
 # entry kinds (what the recorder makes of them is its business)
 TEXT = 1
 FONT = 2
 
 # the log's header words (the core's names, kept here for the log's users)
-L_COUNT, L_CAPACITY, L_LOST, L_HEADER = JL_COUNT, JL_CAPACITY, JL_LOST, JL_HEADER
+L_COUNT, L_MASK, L_VIEW, L_FONT_VIEW, L_HEADER = (JL_COUNT, JL_MASK, JL_VIEW, JL_FONT_VIEW,
+                                                   JL_HEADER)
+VIEW_BYTES = JL_VIEW_BYTES
 ENTRY_WORDS = JE_WORDS
 ENTRY_KIND_SHIFT, ENTRY_OFFSET_SHIFT = JE_KIND, JE_OFFSET    # word 0: kind, offset, old, new
 _OFFSET_MASK = (1 << (JE_KIND - JE_OFFSET)) - 1
@@ -78,28 +87,21 @@ def entry_word(kind, offset, old, new):
     return (kind << JE_KIND) | (offset << JE_OFFSET) | (old << 8) | new
 
 
-@njit(**JIT)
+@njit(**dict(JIT, inline="always"))
 def log_append(log, kind, offset, old, new, cycle):
-    """One entry into ``log`` (the words of a WriteLog), or one more lost."""
+    """One entry into ``log`` (the words of a WriteLog, a ring: it
+    overwrites the oldest when full), and the new byte into the log's view
+    of ``kind``.  Inlined where it is called (a card's window handler: a
+    call passing the array would cost more than the append)."""
     n = log[L_COUNT]
-    if n >= log[L_CAPACITY]:
-        log[L_LOST] += 1
-        return
-    e = L_HEADER + n * ENTRY_WORDS
+    e = L_HEADER + (n & log[L_MASK]) * ENTRY_WORDS
     log[e] = (kind << JE_KIND) | (offset << JE_OFFSET) | (old << 8) | new
     log[e + 1] = cycle
     log[L_COUNT] = n + 1
-
-
-@njit(**JIT)
-def _unpack(words, n, out):
-    for i in range(n):
-        w = words[L_HEADER + i * ENTRY_WORDS]
-        out[i, 0] = (w >> JE_KIND) & 0xFF
-        out[i, 1] = (w >> JE_OFFSET) & _OFFSET_MASK
-        out[i, 2] = (w >> 8) & 0xFF
-        out[i, 3] = w & 0xFF
-        out[i, 4] = words[L_HEADER + i * ENTRY_WORDS + 1]
+    if kind == TEXT:
+        store_u8(log[L_VIEW] + (offset & 0xFFFF), new)
+    elif kind == FONT:
+        store_u8(log[L_FONT_VIEW] + (offset & 0xFFFF), new)
 
 
 # An event row of a recorder's ring (``int64[capacity, 2]``, see
@@ -130,106 +132,90 @@ def event_fields(word):
             (word >> 8) & 0xFF, (word & 0xFF) | (((word >> (JE_OFFSET + 16)) & 0xFFFFFF) << 8))
 
 
-@njit(**JIT)
-def drain_into(words, ring, first_row, text, font):
-    """Move the log's entries into a recorder's ring of event rows (``ring``
-    an ``int64[capacity, 2]``, word 0 of each row the entry's word 0 as it
-    is; the first entry goes to row ``first_row``, the next ones after it,
-    wrapping), and store each entry's new byte into ``text`` (kind TEXT) or
-    ``font`` (kind FONT) at its offset: the recorder's copy of the memory
-    kept current.  One pass, no temporaries.  Returns ``(entries, lost)``;
-    the log is empty afterwards."""
-    n = words[L_COUNT]
-    cap = ring.shape[0]
-    row = first_row % cap
-    for i in range(n):
-        w = words[L_HEADER + i * ENTRY_WORDS]
-        ring[row, 0] = w
-        ring[row, 1] = words[L_HEADER + i * ENTRY_WORDS + 1]
-        k = w >> JE_KIND                  # (kinds are below 128: no sign to mask)
-        if k == TEXT:
-            text[(w >> JE_OFFSET) & _EV_ADDRESS_MASK] = w & 0xFF
-        elif k == FONT:
-            font[(w >> JE_OFFSET) & _EV_ADDRESS_MASK] = w & 0xFF
-        row += 1
-        if row == cap:
-            row = 0
-    lost = words[L_LOST]
-    words[L_COUNT] = 0
-    words[L_LOST] = 0
-    return n, lost
-
-
-@njit(**JIT)
-def apply_entries(entries, kind, array):
-    """Store the ``new`` byte of every entry of ``kind`` in ``array`` at its
-    offset, in order (a later write of a byte wins): a copy kept up to date
-    from drained entries (``WriteLog.drain``'s rows)."""
-    for i in range(entries.shape[0]):
-        if entries[i, 0] == kind:
-            array[entries[i, 1]] = entries[i, 3]
-
-
 class WriteLog:
-    """The entries of a journal, appended in program order."""
+    """A journal's entries, appended in program order into a ring of
+    ``rows`` (the capacity asked for, rounded up to a power of two): the
+    newest ``rows`` entries are kept.  Entry ``n`` (numbered from 0 in the
+    log's life) is ``ring[n & mask]``; :attr:`count` entries were appended.
+    ``views[TEXT]`` and ``views[FONT]`` are the window as the journal shows
+    it (every entry's new byte stored at its offset by whoever appends)."""
 
     def __init__(self, capacity=1 << 16):
-        self.words = np.zeros(L_HEADER + capacity * ENTRY_WORDS, dtype=np.int64)
-        self.words[L_CAPACITY] = capacity
-        self.flush = None            # fn(): the recorder drains the log now
+        if capacity < 1:
+            raise ValueError(f"a write log holds at least one entry, not {capacity}")
+        rows = 1 << (int(capacity) - 1).bit_length()
+        self.words = np.zeros(L_HEADER + rows * ENTRY_WORDS, dtype=np.int64)
+        self.ring = self.words[L_HEADER:].reshape(rows, ENTRY_WORDS)
+        self.views = {TEXT: np.zeros(VIEW_BYTES, dtype=np.uint8),
+                      FONT: np.zeros(VIEW_BYTES, dtype=np.uint8)}
+        self.words[L_MASK] = rows - 1
+        self.words[L_VIEW] = self.views[TEXT].ctypes.data
+        self.words[L_FONT_VIEW] = self.views[FONT].ctypes.data
+        self._drained = 0
 
     @property
     def address(self):
         return int(self.words.ctypes.data)
 
     @property
-    def capacity(self):
-        return int(self.words[L_CAPACITY])
+    def rows(self):
+        return len(self.ring)
 
-    def room(self):
-        return self.capacity - int(self.words[L_COUNT])
+    @property
+    def count(self):
+        """Entries appended since the log was made (the ring keeps the
+        newest ``rows`` of them)."""
+        return int(self.words[L_COUNT])
 
-    def drain(self):
-        """``(entries, lost)``: the entries (an ``int64[n, 5]`` of kind,
-        offset, old, new, cycle) since the last drain and how many were lost
-        to a full log; the log is empty afterwards."""
-        w = self.words
-        n = int(w[L_COUNT])
-        entries = np.zeros((n, 5), dtype=np.int64)
-        _unpack(w, n, entries)
-        lost = int(w[L_LOST])
-        w[L_COUNT] = 0
-        w[L_LOST] = 0
-        return entries, lost
+    def row(self, n):
+        """Entry ``n``'s row, ``(word, cycle)``; it must still be in the ring."""
+        word, cycle = self.ring[n & (self.rows - 1)].tolist()
+        return word, cycle
+
+    def append(self, word, cycle):
+        """One entry from Python (word 0 as ``entry_word`` or
+        ``event_word`` packs it); a TEXT or FONT entry's new byte goes to
+        its view."""
+        n = self.count
+        self.ring[n & (self.rows - 1)] = (word, cycle)
+        self.words[L_COUNT] = n + 1
+        view = self.views.get(word >> JE_KIND)
+        if view is not None:
+            view[(word >> JE_OFFSET) & 0xFFFF] = word & 0xFF
 
     def append_many(self, kind, offsets, old, new, cycle):
-        """Entries from Python (numpy arrays of equal length, all at emulated
-        ``cycle``), in order; drains through ``flush`` when they do not fit."""
-        n = len(offsets)
-        pos = 0
-        while pos < n:
-            if self.room() == 0:
-                self.flush_now()
-                if self.room() == 0:           # nobody drains: count them lost
-                    self.words[L_LOST] += n - pos
-                    return
-            k = min(n - pos, self.room())
-            w = self.words
-            c = int(w[L_COUNT])
-            rows = w[L_HEADER + c * ENTRY_WORDS:L_HEADER + (c + k) * ENTRY_WORDS].reshape(
-                k, ENTRY_WORDS)
-            sl = slice(pos, pos + k)
-            rows[:, 0] = ((np.int64(kind) << JE_KIND)
-                          | (np.asarray(offsets[sl], dtype=np.int64) << JE_OFFSET)
-                          | (np.asarray(old[sl], dtype=np.int64) << 8)
-                          | np.asarray(new[sl], dtype=np.int64))
-            rows[:, 1] = cycle
-            w[L_COUNT] = c + k
-            pos += k
+        """Entries from Python (numpy arrays of equal length, distinct
+        offsets, all at emulated ``cycle``), in order; their new bytes go to
+        the view of ``kind``."""
+        offsets = np.asarray(offsets, dtype=np.int64)
+        words = ((np.int64(kind) << JE_KIND) | (offsets << JE_OFFSET)
+                 | (np.asarray(old, dtype=np.int64) << 8) | np.asarray(new, dtype=np.int64))
+        n = self.count
+        k = len(words)
+        if k > self.rows:                 # only the newest fit
+            words = words[k - self.rows:]
+        rows = (n + k - len(words) + np.arange(len(words))) & (self.rows - 1)
+        self.ring[rows, 0] = words
+        self.ring[rows, 1] = cycle
+        self.words[L_COUNT] = n + k
+        view = self.views.get(kind)
+        if view is not None and k:
+            view[offsets & 0xFFFF] = np.asarray(new, dtype=np.uint8)
 
-    def flush_now(self):
-        if self.flush is not None:
-            self.flush()
+    def drain(self):
+        """``(entries, lost)``: the entries appended since the last drain
+        that the ring still holds (an ``int64[n, 5]`` of kind, offset, old,
+        new, cycle, oldest first) and how many of them it overwrote."""
+        first, last = self._drained, self.count
+        lost = max(0, (last - first) - self.rows)
+        first += lost
+        self._drained = last
+        rows = self.ring[np.arange(first, last) & (self.rows - 1)]
+        w = rows[:, 0]
+        entries = np.stack([(w >> JE_KIND) & 0xFF, (w >> JE_OFFSET) & _OFFSET_MASK,
+                            (w >> 8) & 0xFF, w & 0xFF, rows[:, 1]], axis=1) \
+            if len(rows) else np.zeros((0, 5), dtype=np.int64)
+        return entries, lost
 
 
 # -- a RAM window and its copies ---------------------------------------------------------
@@ -295,7 +281,5 @@ class RamJournal:
         if self.logging:
             changed = np.nonzero(old != new)[0]
             if len(changed):
-                self.log.flush_now()
                 self.log.append_many(TEXT, changed + off, old[changed].astype(np.int64),
                                      new[changed].astype(np.int64), self.memory.clock())
-                self.log.flush_now()

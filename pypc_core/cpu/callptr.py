@@ -86,6 +86,22 @@ def store_word(typingctx, address, value):
     return sig, codegen
 
 
+@intrinsic
+def store_u8(typingctx, address, value):
+    """Store the low byte of the int64 ``value`` at ``address`` (a write
+    journal's view, whose address is in the log's header)."""
+    if address != types.int64 or value != types.int64:
+        return None
+    sig = types.void(types.int64, types.int64)
+
+    def codegen(context, builder, signature, args):
+        i8 = ir.IntType(8)
+        builder.store(builder.trunc(args[1], i8), builder.inttoptr(args[0], i8.as_pointer()))
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
 def _make_array(context, builder, dtype, address, n, columns=0):
     """The C-contiguous array of ``n`` items (rows of ``columns``) of
     ``dtype`` at the int64 ``address``, with no owner (numba's ``carray``

@@ -67,7 +67,7 @@ from .state import (
 # generic fast paths: memory handlers and aliases, ports answered in the core
 from .state import (
     PG_ALIAS, PG_HANDLER, PG_CLOCKED, PT_TWIN, PT_FN, PT_CTX, HANDLER_READ, HANDLER_WRITE,
-    PG_JOURNAL, PT_JLOG, PT_JENTRY, JL_COUNT, JL_CAPACITY, JL_LOST, JL_HEADER, JE_WORDS,
+    PG_JOURNAL, PT_JLOG, PT_JENTRY, JL_COUNT, JL_MASK, JL_VIEW, JL_HEADER, JE_WORDS,
     JE_OFFSET,
     PORT_NONE, PORT_PY, PORT_VALUE, PORT_RASTER, PORT_COUNTER, PORT_STAMP,
     PORT_ONESHOT, PORT_CALL, PORT_TIMER, PIO_POOL, PIO_SIZE,
@@ -77,8 +77,8 @@ from .state import (
     T_LATCHED, T_LATCH, T_READS, T_DIV,
     O_CONST, O_COUNT, O_FIRES, O_LAST, O_FIRST, ONESHOT_WORDS_EACH, K_FN, K_CTX,
 )
-from .callptr import (call_handler, call_region, load_word, store_word, u8_at, i64_at,
-                      state_views)
+from .callptr import (call_handler, call_region, load_word, store_u8, store_word, u8_at,
+                      i64_at, state_views)
 from .state import (C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF, C_SIZE,
                     MEM_SIZE, PAGE_TABLE_SIZE, REGS_SIZE)
 
@@ -169,19 +169,21 @@ def rb(regs, mem, pf, xf, ctl, eff, a):
     return np.int64(mem[a])
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def _journal(pf, page, a, old, new, cycle):
-    # one entry in the page's write journal (see state.py: JL_*, JE_*), or
-    # one more lost if the log is full (the recorder drains it in time)
+    # one entry into the page's write journal, a ring (see state.py: JL_*,
+    # JE_*), and the new byte into the log's view; inlined into _wb_slow (a
+    # call of its own cost more than the append: the guest that rewrites
+    # the screen pays this for every byte it changes)
+    page &= 0xFF                # (known non-negative: no wraparound code for the index)
     log = pf[PT_JLOG + page]
     n = load_word(log + 8 * JL_COUNT)
-    if n >= load_word(log + 8 * JL_CAPACITY):
-        store_word(log + 8 * JL_LOST, load_word(log + 8 * JL_LOST) + 1)
-        return
-    e = log + 8 * (JL_HEADER + JE_WORDS * n)
-    store_word(e, pf[PT_JENTRY + page] + ((a & 0xFFF) << JE_OFFSET) + (old << 8) + new)
+    w = pf[PT_JENTRY + page] + ((a & 0xFFF) << JE_OFFSET) + (old << 8) + new
+    e = log + 8 * (JL_HEADER + JE_WORDS * (n & load_word(log + 8 * JL_MASK)))
+    store_word(e, w)
     store_word(e + 8, cycle)
     store_word(log + 8 * JL_COUNT, n + 1)
+    store_u8(load_word(log + 8 * JL_VIEW) + ((w >> JE_OFFSET) & 0xFFFF), new)
 
 
 @njit(**JIT)

@@ -154,16 +154,25 @@ PT_JENTRY = 5 * PAGE_COUNT    # PG_JOURNAL: the page's entry base (kind, its off
 PAGE_TABLE_SIZE = 6 * PAGE_COUNT
 
 # A write journal's log (``int64`` words; the core appends for PG_JOURNAL pages,
-# a card's compiled handler may append too, Python drains): a header, then
-# entries of JE_WORDS words -- word 0 ``kind << JE_KIND | offset << JE_OFFSET |
+# a card's compiled handler and Python may append too): a header, then a ring
+# of rows of JE_WORDS words -- word 0 ``kind << JE_KIND | offset << JE_OFFSET |
 # old << 8 | new`` (the byte before and after, the offset in the journaled
-# window), word 1 the emulated cycle of the write.  A page's PT_JENTRY is word
-# 0 of its first byte with old and new zero: the core adds ``(a & 0xFFF) <<
-# JE_OFFSET``, old and new, so logging a byte is a few adds and two stores.
-JL_COUNT = 0          # entries in the log now
-JL_CAPACITY = 1       # entries it holds
-JL_LOST = 2           # entries that found the log full (not appended)
-JL_HEADER = 8         # the first entry's word
+# window), word 1 the emulated cycle of the write.  The entry numbered n (from
+# 0) is in row ``n & JL_MASK``: a ring of a power of two rows, the newest
+# entries overwriting the oldest, so the log is a recorder's history itself
+# (nothing copies entries out).  JL_VIEW is the address of a byte array the
+# appender keeps current, ``view[offset] = new`` for each TEXT entry (and
+# JL_FONT_VIEW for FONT entries): the window as the journal shows it, which a
+# recorder compares with memory to find changes the journal did not see.  A
+# page's PT_JENTRY is word 0 of its first byte with old and new zero: the
+# core adds ``(a & 0xFFF) << JE_OFFSET``, old and new, so logging a byte is a
+# few adds and four stores.
+JL_COUNT = 0          # entries appended since the log was made (never wraps)
+JL_MASK = 1           # rows - 1 (rows a power of two)
+JL_VIEW = 2           # address of the TEXT view (uint8[JL_VIEW_BYTES])
+JL_FONT_VIEW = 3      # address of the FONT view (uint8[JL_VIEW_BYTES])
+JL_HEADER = 8         # the first row's word
+JL_VIEW_BYTES = 1 << 16   # a view covers every offset an entry can name
 JE_WORDS = 2
 JE_OFFSET = 16        # offset bits 16..55
 JE_KIND = 56          # kind bits 56..63
