@@ -9,6 +9,7 @@ The last line printed is one JSON object with the figures.
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -135,29 +136,70 @@ def measure_start(cache_dir):
     return wall, float(line)
 
 
-def unicorn_loop(outer, inner):
-    """Same loop in unicorn (QEMU's JIT) if installed; returns MIPS or None."""
+def unicorn_runner(outer, inner):
+    """A function running the same loop in unicorn (QEMU's JIT) once and
+    returning its MIPS, or None when unicorn is not installed.  Each call
+    starts a fresh emulator (its translation included: a few blocks)."""
     try:
         import unicorn
         from unicorn import x86_const as X
     except ImportError:
         return None
-    uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_16)
-    uc.mem_map(0, 0x100000)
     code = standard_loop_code(outer, inner)
-    uc.mem_write((CODE_SEG << 4) + 0x100, code)
-    uc.mem_write((DATA_SEG << 4) + 0x200, standard_loop_data())
-    uc.reg_write(X.UC_X86_REG_CS, CODE_SEG)
-    for reg in (X.UC_X86_REG_DS, X.UC_X86_REG_SS, X.UC_X86_REG_ES):
-        uc.reg_write(reg, DATA_SEG)
-    uc.reg_write(X.UC_X86_REG_SP, 0xFFFE)
-    start = (CODE_SEG << 4) + 0x100
-    end = start + len(code) - 1        # stop at the HLT
-    uc.reg_write(X.UC_X86_REG_IP, 0x100)
-    t0 = time.perf_counter()
-    uc.emu_start(start, end)
-    dt = time.perf_counter() - t0
-    return expected_instructions(outer, inner) / dt / 1e6
+    data = standard_loop_data()
+
+    def run():
+        uc = unicorn.Uc(unicorn.UC_ARCH_X86, unicorn.UC_MODE_16)
+        uc.mem_map(0, 0x100000)
+        uc.mem_write((CODE_SEG << 4) + 0x100, code)
+        uc.mem_write((DATA_SEG << 4) + 0x200, data)
+        uc.reg_write(X.UC_X86_REG_CS, CODE_SEG)
+        for reg in (X.UC_X86_REG_DS, X.UC_X86_REG_SS, X.UC_X86_REG_ES):
+            uc.reg_write(reg, DATA_SEG)
+        uc.reg_write(X.UC_X86_REG_SP, 0xFFFE)
+        start = (CODE_SEG << 4) + 0x100
+        end = start + len(code) - 1        # stop at the HLT
+        uc.reg_write(X.UC_X86_REG_IP, 0x100)
+        t0 = time.perf_counter()
+        uc.emu_start(start, end)
+        dt = time.perf_counter() - t0
+        return expected_instructions(outer, inner) / dt / 1e6
+
+    return run
+
+
+def unicorn_loop(outer, inner):
+    """Same loop in unicorn, one run: its MIPS, or None without unicorn."""
+    run = unicorn_runner(outer, inner)
+    return None if run is None else run()
+
+
+# pypc against unicorn: this many pairs, each a pypc run and a unicorn run
+# back to back (in alternating order), the ratio taken pair by pair
+UNICORN_PAIRS = 9
+
+
+def versus_unicorn(cpu, outer, inner, pairs=UNICORN_PAIRS):
+    """``(pypc MIPS, unicorn MIPS, ratios)`` of ``pairs`` side-by-side pairs
+    (lists, pair by pair), or None without unicorn."""
+    uc_run = unicorn_runner(outer, inner)
+    if uc_run is None:
+        return None
+    want = expected_instructions(outer, inner)
+
+    def ours():
+        return want / run_standard_loop(cpu, outer, inner)[0] / 1e6
+
+    uc_run()                                   # (its first use loads QEMU's code)
+    mine, theirs = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            mine.append(ours())
+            theirs.append(uc_run())
+        else:
+            theirs.append(uc_run())
+            mine.append(ours())
+    return mine, theirs, [a / b for a, b in zip(mine, theirs)]
 
 
 def bench_cpu(outer=40, inner=50000):
@@ -217,13 +259,19 @@ def bench_cpu(outer=40, inner=50000):
     print(f"  its memory: {tr['translate_rss_mib']:.1f} MiB more RSS (the 8 MiB entry table, "
           f"LLVM and the code)")
 
-    uc_mips = unicorn_loop(outer, inner)
-    if uc_mips is not None:
-        print(f"unicorn (QEMU JIT) same loop, same process: {uc_mips:.1f} MIPS "
-              f"-> pypc is {mips / uc_mips:.2f}x unicorn, with the translator "
-              f"{tr['translate_mips'] / uc_mips:.2f}x")
+    vs = versus_unicorn(cpu, outer, inner)
+    if vs is not None:
+        mine, theirs, ratios = vs
+        x_uc = statistics.median(ratios)
+        uc_mips = statistics.median(theirs)
+        print(f"unicorn (QEMU JIT) same loop, same process, {len(ratios)} pairs side by side "
+              f"(pypc run, unicorn run, alternating): unicorn {min(theirs):.1f}-"
+              f"{max(theirs):.1f} MIPS, pypc {min(mine):.1f}-{max(mine):.1f}; pypc / unicorn "
+              f"pair by pair {min(ratios):.2f}-{max(ratios):.2f}, median {x_uc:.2f}x; "
+              f"with the translator {tr['translate_mips'] / uc_mips:.2f}x (unicorn's median)")
         figures["unicorn_mips"] = round(uc_mips, 2)
-        figures["x_unicorn"] = round(mips / uc_mips, 3)
+        figures["x_unicorn"] = round(x_uc, 3)
+        figures["x_unicorn_range"] = [round(min(ratios), 3), round(max(ratios), 3)]
         figures["translate_x_unicorn"] = round(tr["translate_mips"] / uc_mips, 3)
     else:
         print("unicorn not installed (pip install unicorn): skipped")

@@ -94,7 +94,9 @@ def log_append(log, kind, offset, old, new, cycle):
     of ``kind``.  Inlined where it is called (a card's window handler: a
     call passing the array would cost more than the append)."""
     n = log[L_COUNT]
-    e = L_HEADER + (n & log[L_MASK]) * ENTRY_WORDS
+    # (the row masked to 40 bits too: an index LLVM knows is non-negative
+    # needs no wraparound code)
+    e = L_HEADER + (n & log[L_MASK] & 0xFFFFFFFFFF) * ENTRY_WORDS
     log[e] = (kind << JE_KIND) | (offset << JE_OFFSET) | (old << 8) | new
     log[e + 1] = cycle
     log[L_COUNT] = n + 1
