@@ -404,9 +404,9 @@ def test_a_guest_writes_clock_is_the_cycle_its_instruction_began_at(card, reques
     assert it[1] - it[0] == it[2] - it[1]
 
 
-def test_a_write_later_in_a_long_run_is_not_stamped_with_the_drain(c):
+def test_a_write_early_in_a_long_run_is_stamped_with_its_own_cycle(c):
     # a write near the start of a long run: its clock is its instruction's,
-    # not the clock at the end of the slice that drained it
+    # not the clock at the end of the run or of a slice
     cga_text(c)
     parked(c)
     write(c, TEXT, b"\x70")
