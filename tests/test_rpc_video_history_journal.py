@@ -156,6 +156,26 @@ def test_capacity_two_keeps_the_last_two_of_three(c):
     assert (out["events"], out["lost_events"]) == (3, 1)
 
 
+def test_capacity_three_keeps_three_though_its_ring_has_four_rows(c):
+    # the ring underneath holds a power of two rows (4 for a capacity of 3):
+    # what is kept and lost still follows the capacity asked for
+    cga_text(c)
+    parked(c)
+    write(c, TEXT, b"\x70")
+    c.call("video.history.start", {"capacity": 3})
+    for b in (0x41, 0x42, 0x43, 0x44, 0x45):
+        write(c, TEXT, bytes([b]))
+    page = events(c)
+    assert [e["sequence"] for e in page["events"]] == [3, 4, 5]
+    assert triples(page["events"]) == [(0, 0x42, 0x43), (0, 0x43, 0x44), (0, 0x44, 0x45)]
+    assert page["first_available_sequence"] == 3 and page["lost_events"] == 2
+    err = c.error("video.history.read", {"cursor": 1})
+    assert err["code"] == -32602 and err["data"]["reason"] == "CURSOR_EXPIRED"
+    assert [e["sequence"] for e in events(c, cursor=3)["events"]] == [4, 5]
+    out = c.call("video.history.stop")
+    assert (out["events"], out["lost_events"]) == (5, 2)
+
+
 def test_capacity_one(c):
     cga_text(c)
     parked(c)
