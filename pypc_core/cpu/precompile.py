@@ -1,9 +1,11 @@
 """A cold numba cache compiles the 8088 core on two host cores.
 
-Compiling ``core.run`` from an empty cache takes some 28 s here, one core
-busy: ``run``'s own body about 11 s, and before it the opcode families it
-calls (``op_misc_common`` 6.6 s, ``op_misc`` 3.9, ``op_group3`` 2.9,
-``op_string`` 2.9, ...), each compiled and cached as a function of its own.
+Compiling ``core.run`` from an empty cache takes some 34 s here, one core
+busy: ``run``'s own body 12-14 s, and before it the opcode families it
+calls (``op_misc`` 3.2-4.9 s, ``op_misc_common`` 4.0, ``op_string`` 2.8-3.3,
+``op_segs`` 2.9, ``op_io`` 2.2-2.4, ...: AMD EPYC 25/17, 2026-12-06, each
+with the helpers it is the first to need), each compiled and cached as a
+function of its own.
 The families do not depend on each other, so when the cache is cold and the
 host has a second core, :func:`compile_cold` has a helper process
 (``python -m pypc_core.cpu.precompile``) compile :data:`HELPER_SHARE` into
@@ -26,10 +28,12 @@ import sys
 
 from . import core
 
-# the families the helper compiles (~7 s, and ~1 s to start) and the ones
-# compiled here (~9.5 s) while it does; ``run``'s own body follows here
-HELPER_SHARE = ("op_misc_common", "op_shift", "op_segs", "op_misc_regs")
-OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string", "op_int", "op_io")
+# the families the helper compiles (~11 s here, and ~1 s to start) and the
+# ones compiled here (~11 s) while it does (each side's time includes the
+# helpers its families call, compiled on both sides); ``run``'s own body
+# follows here.  (With op_io here the halves were 14 s and 8.4 s.)
+HELPER_SHARE = ("op_misc_common", "op_shift", "op_segs", "op_misc_regs", "op_io")
+OWN_SHARE = ("op_misc", "op_group45", "op_group3", "op_string", "op_int")
 
 
 def _signatures():
