@@ -106,9 +106,9 @@ def log_append(log, kind, offset, old, new, cycle):
         store_u8(log[L_FONT_VIEW] + (offset & 0xFFFF), new)
 
 
-# An event row of a recorder's ring (``int64[capacity, 2]``, see
-# ``drain_into``): word 0 is a log entry's word 0 as the card logged it, word
-# 1 the emulated cycle, so draining is a copy.  Events with wider fields than
+# An event row of a recorder's ring (a WriteLog's row, ``int64[2]``): word 0
+# is an entry's word 0 as the card logged it, word 1 the emulated cycle, so
+# the log's entries are the recorder's events.  Events with wider fields than
 # a logged byte (a port write's word value, a mode's display address) keep
 # ``new``'s high bits in the offset field's bits 16..39 (a logged offset
 # stays below 10000h): address = offset bits 0..15, new = bits 0..7 of the
