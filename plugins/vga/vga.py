@@ -135,29 +135,29 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
     def mem_write(self, address, value):
         """A CPU write of byte ``value`` at linear ``address``."""
         if self._journal is not None:
-            return self._journaled(1, lambda log, i, n, now: planar.journaled_write(
+            return self._journaled(lambda log, now: planar.journaled_write(
                 self.planes, self.st, address & 0xFFFFF, value & 0xFF, log, now))
         planar.cpu_write(self.planes, self.st, address & 0xFFFFF, value & 0xFF)
 
     def mem_fill(self, address, count, value):
         """``count`` CPU writes of ``value`` from ``address`` upwards."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n, now: planar.journaled_fill(
-                self.planes, self.st, (address + i) & 0xFFFFF, n, value & 0xFF, log, now))
+            return self._journaled(lambda log, now: planar.journaled_fill(
+                self.planes, self.st, address & 0xFFFFF, count, value & 0xFF, log, now))
         planar.fill(self.planes, self.st, address & 0xFFFFF, count, value & 0xFF)
 
     def mem_fill_words(self, address, count, word):
         """``count`` CPU word writes of ``word`` (REP STOSW): low byte first."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n, now: planar.journaled_fill_words(
-                self.planes, self.st, (address + 2 * i) & 0xFFFFF, n, word & 0xFFFF, log, now))
+            return self._journaled(lambda log, now: planar.journaled_fill_words(
+                self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF, log, now))
         planar.fill_words(self.planes, self.st, address & 0xFFFFF, count, word & 0xFFFF)
 
     def mem_copy(self, dst, src, count):
         """``count`` CPU read/write pairs (latches go along, as REP MOVSB)."""
         if self._journal is not None:
-            return self._journaled(count, lambda log, i, n, now: planar.journaled_copy(
-                self.planes, self.st, (dst + i) & 0xFFFFF, (src + i) & 0xFFFFF, n, log, now))
+            return self._journaled(lambda log, now: planar.journaled_copy(
+                self.planes, self.st, dst & 0xFFFFF, src & 0xFFFFF, count, log, now))
         planar.copy(self.planes, self.st, dst & 0xFFFFF, src & 0xFFFFF, count)
 
     def mem_block_read(self, address, count):
@@ -169,8 +169,8 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
     def mem_block_write(self, address, data):
         arr = np.frombuffer(bytes(data), dtype=np.uint8)
         if self._journal is not None:
-            return self._journaled(len(arr), lambda log, i, n, now: planar.journaled_block(
-                self.planes, self.st, (address + i) & 0xFFFFF, arr[i:i + n], log, now))
+            return self._journaled(lambda log, now: planar.journaled_block(
+                self.planes, self.st, address & 0xFFFFF, arr, log, now))
         planar.write_block(self.planes, self.st, address & 0xFFFFF, arr)
 
     # -- write journal (video.history) ---------------------------------------------------
@@ -209,13 +209,12 @@ class VGA(VgaPorts, VgaTiming, VgaRender, Device):
         """The bus's Python-side writes into the window while journaling."""
         self.mem_block_write(address, np.asarray(data, dtype=np.uint8).tobytes())
 
-    def _journaled(self, count, fn):
-        """Run ``fn(log_words, 0, count, cycle)``: the writes of ``count``
-        items, journaled after whatever the CPU journaled before (the log
-        is one ring: entries are in the order they are appended), at the
-        machine's cycle now (these writes come from Python: firmware, the
-        bus)."""
-        fn(self._journal[0].words, 0, count, self._board.clock())
+    def _journaled(self, fn):
+        """Run ``fn(log_words, cycle)``: writes journaled after whatever the
+        CPU journaled before (the log is one ring: entries are in the order
+        they are appended), at the machine's cycle now (these writes come
+        from Python: firmware, the bus)."""
+        fn(self._journal[0].words, self._board.clock())
 
     def video_firmware(self, service):
         """The card's INT 10h (its ROM's services) for the system BIOS's

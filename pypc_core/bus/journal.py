@@ -63,7 +63,6 @@ L_COUNT, L_MASK, L_VIEW, L_FONT_VIEW, L_HEADER = (JL_COUNT, JL_MASK, JL_VIEW, JL
                                                    JL_HEADER)
 VIEW_BYTES = JL_VIEW_BYTES
 ENTRY_WORDS = JE_WORDS
-ENTRY_KIND_SHIFT, ENTRY_OFFSET_SHIFT = JE_KIND, JE_OFFSET    # word 0: kind, offset, old, new
 _OFFSET_MASK = (1 << (JE_KIND - JE_OFFSET)) - 1
 
 JIT = dict(cache=True, nogil=True, error_model="numpy")

@@ -79,8 +79,7 @@ from .state import (
 )
 from .callptr import (call_handler, call_region, load_word, store_u8, store_word, u8_at,
                       i64_at, state_views)
-from .state import (C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF, C_SIZE,
-                    MEM_SIZE, PAGE_TABLE_SIZE, REGS_SIZE)
+from .state import C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
