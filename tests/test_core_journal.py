@@ -175,3 +175,75 @@ def test_the_view_is_the_window_as_the_journal_shows_it():
     differ = np.nonzero(view[:SIZE] != m.memory.mem[WINDOW:WINDOW + SIZE])[0]
     assert differ.tolist() == [2000]
     assert not view[SIZE:].any()
+
+
+TRAP_HANDLER = 0x200                    # an IRET, CODE's offset
+
+
+def _writes_by_every_path():
+    # DS = ES = SS = B800h, SP = 0100h, BX = 0010h, DI = 0030h, AX = 1234h
+    return (seg(0xB800) + b"\x8E\xD0" + b"\xBC\x00\x01" + b"\xBB\x10\x00"
+            + regs(0x30, 0, 0, 0x1234)
+            + b"\x88\x47\x01"           # mov [bx+1], al        (run's ModR/M family)
+            + b"\x46"                   # inc si                (writes nothing)
+            + b"\xC6\x07\x11"           # mov byte [bx], 11h    (out of line)
+            + b"\x50"                   # push ax               (run's PUSH)
+            + b"\xE8\x00\x00"           # call $+3              (run's CALL)
+            + b"\xFE\x47\x02"           # inc byte [bx+2]       (group 4/5)
+            + b"\xA3\x20\x00"           # mov [0020h], ax       (out of line)
+            + b"\xF7\x57\x04"           # not word [bx+4]       (group 3)
+            + b"\xAA"                   # stosb                 (strings)
+            + b"\xB8\x02\x01\x50\x9D"   # mov ax, 0102h / push ax / popf: TF on
+            + b"\x46\x46\x90"           # inc si, inc si, nop: each traps (pushes)
+            + b"\x31\xC0\x50\x9D"       # xor ax, ax / push ax / popf: TF off
+            + b"\xFA\xF4")              # cli / hlt
+
+
+def test_every_journaled_write_carries_the_cycle_its_instruction_began_at():
+    """A journaled page's entries carry the cycle of the instruction that
+    wrote them (``ctl[C_NOW]``), whichever path of the core made the write:
+    run's ModR/M family, PUSH and CALL, the out-of-line families, a string
+    instruction, the pushes of a single-step trap (whose entry belongs to
+    the instruction that trapped).  Stepped one instruction at a time, the
+    entries each step adds carry the clock before it; run in one go, the
+    entries are the same."""
+    m = machine()
+    code = _writes_by_every_path()
+    assert len(code) < TRAP_HANDLER
+
+    def start():
+        m.memory.write(WINDOW, b"\xEE" * 0x200)
+        m.memory.write(CODE, code)
+        m.memory.write(CODE + TRAP_HANDLER, b"\xCF")                  # iret
+        m.memory.write(4, TRAP_HANDLER.to_bytes(2, "little") + (CODE >> 4).to_bytes(2, "little"))
+        m.set_registers(cs=CODE >> 4, ip=0, flags=2)
+        log = WriteLog(1 << 12)
+        m.video.journal_start(log)
+        return log
+
+    log = start()
+    stepped = []
+    try:
+        for _ in range(200):
+            before = m.clock()
+            stop = m.step()
+            entries, _ = log.drain()
+            assert (entries[:, 4] == before).all(), (hex(m.cpu.pc), entries.tolist(), before)
+            stepped += entries.tolist()
+            if m.cpu.halted:
+                break
+        else:
+            raise AssertionError("the program never halted")
+    finally:
+        m.video.journal_stop()
+    # every path wrote: ModR/M, out of line, PUSH, CALL, group 4/5, moffs,
+    # group 3, STOSB, and 3 traps of 3 words each
+    assert len(stepped) >= 25, stepped
+    log = start()
+    try:
+        assert m.run_for(1_000_000).kind == "halt"
+    finally:
+        m.video.journal_stop()
+    entries, _ = log.drain()
+    offset = stepped[0][4] - int(entries[0, 4])
+    assert [e[:4] + [e[4] - offset] for e in stepped] == entries.tolist()
