@@ -302,8 +302,9 @@ class MemoryMap:
         ``log_address`` (``cpu.state`` JL_*/JE_*): each CPU write that
         changes a byte appends ``entry_base(page)`` plus the byte's offset
         in the page, the old and the new byte, and the cycle to the log's
-        ring, and stores the new byte in the log's view -- inside the core.  ``journal.write_block(address, data)`` takes the
-        bus's own writes to these pages while they log.  Logging starts off
+        ring, and stores the new byte in the log's view -- inside the core.
+        ``journal.write_block(address, data)`` takes the bus's own writes to
+        these pages while they log.  Logging starts off
         (``set_journal_logging``); ``unjournal_pages`` ends it."""
         pages = list(pages)
         for p in pages:

@@ -2,9 +2,10 @@
 
 Numba re-validates a cached function against its own source file only.  The
 core freezes constants from ``state.py`` (register and control-word indices,
-flag bits) and the intrinsic of ``callptr.py`` into its machine code, so an
-edit there, or a numba upgrade, must also throw the cached core away.  ``invalidate_if_stale()`` runs before the
-core is compiled: it keys the cache on the contents of the core's modules and
+flag bits), the intrinsics of ``callptr.py`` and ``opcodes.py``'s prefix set
+(``OP_CLASS``) into its machine code, so an edit there, or a numba upgrade,
+must also throw the cached core away.  ``invalidate_if_stale()`` runs before
+the core is compiled: it keys the cache on the contents of the core's modules and
 the numba version and deletes the core's cache files when the key changed.
 Any other module whose cached functions freeze another file's code (a card
 inlining ``bus/journal.py``'s ``log_append``) calls
@@ -19,7 +20,7 @@ import os
 import numba
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_KEYED = ("core.py", "state.py", "callptr.py")
+_KEYED = ("core.py", "state.py", "callptr.py", "opcodes.py")
 _MARKER = "pypc-core-cache.key"
 
 

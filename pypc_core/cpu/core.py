@@ -80,6 +80,7 @@ from .state import (
 from .callptr import (call_handler, call_region, load_word, store_u8, store_word, u8_at,
                       i64_at, state_views)
 from .state import C_A_EFF, C_A_MEM, C_A_PF, C_A_PIO, C_A_PK, C_A_REGS, C_A_XF, C_N_EFF
+from .opcodes import PREFIXES
 
 invalidate_if_stale()      # before anything here is compiled (see cache_key.py)
 
@@ -106,7 +107,7 @@ PARITY = np.array([F_PF if bin(i).count("1") % 2 == 0 else 0 for i in range(256)
 # test alone, 1.09x with a table for each, 1.16x with the one table.)
 OPC_PREFIX = 1
 OPC_MODRM_DATA = 2
-OP_CLASS = np.array([(OPC_PREFIX if op in (0x26, 0x2E, 0x36, 0x3E, 0xF0, 0xF1, 0xF2, 0xF3) else 0)
+OP_CLASS = np.array([(OPC_PREFIX if op in PREFIXES else 0)
                      | (OPC_MODRM_DATA if (op < 0x40 and (op & 7) < 4)
                         or (0x80 <= op <= 0x8B and (op < 0x86 or op >= 0x88)) else 0)
                      for op in range(0x100 + 1)], dtype=np.uint8)
